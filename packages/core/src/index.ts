@@ -1,0 +1,84 @@
+export { migrate, type PurgeOptions, purge, type RedriveOptions, redrive } from './admin.js'
+export type {
+  ClaimedRow,
+  ClaimRequest,
+  ExtendLeaseRequest,
+  OutboxBackend,
+  PurgeRequest,
+  RedriveRequest,
+  Settlement,
+  SettleRequest,
+  WakeHandlers,
+  WakeSubscription,
+} from './backend.js'
+export {
+  assertOutbox,
+  type DefineOutboxOptions,
+  defineOutbox,
+  describe,
+  type HandlerPayload,
+  type Outbox,
+  type PublishPayload,
+  parseTableName,
+  type TableRef,
+  type TopicName,
+  type TopicSchemas,
+} from './define-outbox.js'
+export {
+  isOutboxError,
+  OutboxError,
+  type OutboxErrorCode,
+  type OutboxErrorOptions,
+  toOutboxError,
+} from './errors.js'
+export {
+  assertMessageArray,
+  encodeJson,
+  type MessageOptions,
+  type PreparedMessage,
+  type PublishMessage,
+  type PublishResult,
+  prepareMessages,
+} from './message.js'
+export { createPostgresBackend, type PostgresExecutor } from './postgres-backend.js'
+export {
+  type PostgresPublishStatement,
+  postgresPublishStatement,
+  readPostgresPublishResult,
+} from './publish-postgres.js'
+export {
+  createPostgresPublisher,
+  type PostgresPublisherSpec,
+  type PublishFn,
+  type PublishManyFn,
+} from './publisher.js'
+export {
+  createRelay,
+  type DeadLetterReason,
+  type DeliveredMessage,
+  type Handler,
+  type HandlerContext,
+  type Handlers,
+  type Relay,
+  type RelayEvents,
+  type RelayOptions,
+  type RelayStats,
+  type StopOptions,
+} from './relay.js'
+export {
+  backoffDelay,
+  Cancel,
+  type ResolvedRetryPolicy,
+  Retry,
+  type RetryOptions,
+  type RetryPolicy,
+  resolveRetryPolicy,
+} from './retry.js'
+export {
+  outboxDdl,
+  type PostgresStatements,
+  postgresStatements,
+  qualifiedTable,
+  quoteIdent,
+} from './sql/postgres.js'
+export { formatIssues, type StandardSchemaV1 } from './standard-schema.js'

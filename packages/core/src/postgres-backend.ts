@@ -1,0 +1,148 @@
+import type {
+  ClaimedRow,
+  ClaimRequest,
+  ExtendLeaseRequest,
+  OutboxBackend,
+  PurgeRequest,
+  RedriveRequest,
+  SettleRequest,
+  WakeHandlers,
+  WakeSubscription,
+} from './backend.js'
+import type { Outbox } from './define-outbox.js'
+import { toOutboxError } from './errors.js'
+import { postgresStatements } from './sql/postgres.js'
+
+/**
+ * The small slice of a PostgreSQL driver a relay backend needs. `@outboxkit/pg`,
+ * `@outboxkit/postgres-js` and `@outboxkit/pglite` each implement it in a few lines; core turns
+ * it into a full {@link OutboxBackend} with {@link createPostgresBackend}.
+ */
+export interface PostgresExecutor {
+  /** Driver name for error messages, e.g. `'pg'`. */
+  readonly name: string
+  /**
+   * Runs one parameterised statement outside any transaction (autocommit) and returns its rows.
+   * `statementName` is a stable name for drivers that cache prepared statements.
+   * Arrays in `params` are PostgreSQL arrays; strings bound to `::text` stay text.
+   */
+  query(text: string, params: readonly unknown[], statementName?: string): Promise<Record<string, unknown>[]>
+  /** Runs a multi-statement script in one implicit transaction (used by `migrate`). */
+  exec(script: string): Promise<void>
+  /** Optional LISTEN support on a dedicated connection that reconnects by itself. */
+  listen?(channel: string, handlers: WakeHandlers): Promise<WakeSubscription>
+  /** Releases what the executor created itself (never a user's pool). */
+  close(): Promise<void>
+}
+
+function rowsAffected(rows: Record<string, unknown>[]): number {
+  const n = rows[0]?.n
+  return typeof n === 'number' ? n : Number(n ?? 0)
+}
+
+/**
+ * Builds an {@link OutboxBackend} for PostgreSQL from a {@link PostgresExecutor}, using core's
+ * SQL: claim with `FOR UPDATE SKIP LOCKED` and a lease, attempts at claim, dead-letter at claim,
+ * fenced batched settles.
+ */
+export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend {
+  const source = executor.name
+  async function run(what: string, text: string, params: readonly unknown[], name?: string) {
+    try {
+      return await executor.query(text, params, name)
+    } catch (err) {
+      throw toOutboxError(err, source, what)
+    }
+  }
+  const backend: OutboxBackend = {
+    name: source,
+    dialect: 'postgres',
+    async migrate(outbox: Outbox) {
+      try {
+        await executor.exec(postgresStatements(outbox.table).migrate)
+      } catch (err) {
+        throw toOutboxError(err, source, `migrate of table ${outbox.table.display}`)
+      }
+    },
+    async claim(req: ClaimRequest): Promise<ClaimedRow[]> {
+      const sql = postgresStatements(req.table)
+      const rows = await run(
+        'claim',
+        sql.claim,
+        [req.topics, req.limit, req.leaseMs, req.maxAttempts],
+        'outboxkit_claim',
+      )
+      return rows.map((r) => ({
+        id: r.id as string,
+        topic: r.topic as string,
+        key: (r.key as string | null) ?? null,
+        payload: r.payload as string,
+        headers: r.headers as string,
+        attempts: Number(r.attempts),
+        createdAtMs: Number(r.created_ms),
+        state: r.state as 'processing' | 'dead',
+        lastError: (r.last_error as string | null) ?? null,
+      }))
+    },
+    async settle(req: SettleRequest): Promise<string[]> {
+      const n = req.settlements.length
+      if (n === 0) return []
+      const ids = new Array<string>(n)
+      const attempts = new Array<number>(n)
+      const outcomes = new Array<string>(n)
+      const delays = new Array<number>(n)
+      const errors = new Array<string | null>(n)
+      for (let i = 0; i < n; i++) {
+        const s = req.settlements[i]!
+        ids[i] = s.id
+        attempts[i] = s.attempts
+        outcomes[i] = s.outcome
+        delays[i] = s.outcome === 'retry' ? s.delayMs : 0
+        errors[i] = s.outcome === 'delivered' ? null : s.error
+      }
+      const sql = postgresStatements(req.table)
+      const rows = await run(
+        'settle',
+        sql.settle,
+        [ids, attempts, outcomes, delays, errors, req.keepDelivered],
+        'outboxkit_settle',
+      )
+      return rows.map((r) => r.id as string)
+    },
+    async extendLease(req: ExtendLeaseRequest): Promise<string[]> {
+      if (req.rows.length === 0) return []
+      const sql = postgresStatements(req.table)
+      const rows = await run(
+        'lease extension',
+        sql.extendLease,
+        [req.rows.map((r) => r.id), req.rows.map((r) => r.attempts), req.leaseMs],
+        'outboxkit_extend',
+      )
+      return rows.map((r) => r.id as string)
+    },
+    async purge(req: PurgeRequest): Promise<number> {
+      const sql = postgresStatements(req.table)
+      const rows = await run(
+        'purge',
+        `WITH d AS (${sql.purge} RETURNING 1) SELECT count(*)::int AS n FROM d`,
+        [req.states, req.olderThanMs],
+      )
+      return rowsAffected(rows)
+    },
+    async redrive(req: RedriveRequest): Promise<number> {
+      const sql = postgresStatements(req.table)
+      const rows = await run(
+        'redrive',
+        `WITH d AS (${sql.redrive} RETURNING 1) SELECT count(*)::int AS n FROM d`,
+        [req.ids ?? null, req.topics ?? null],
+      )
+      return rowsAffected(rows)
+    },
+    close: () => executor.close(),
+  }
+  if (executor.listen) {
+    const listen = executor.listen.bind(executor)
+    backend.listen = (channel: string, handlers: WakeHandlers) => listen(channel, handlers)
+  }
+  return backend
+}

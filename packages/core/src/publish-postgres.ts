@@ -1,0 +1,73 @@
+import type { Outbox } from './define-outbox.js'
+import type { PreparedMessage, PublishResult } from './message.js'
+import { postgresStatements } from './sql/postgres.js'
+
+/** A ready-to-run publish statement for PostgreSQL adapters. */
+export interface PostgresPublishStatement {
+  /** SQL text with `$n` placeholders. */
+  readonly text: string
+  /** Positional parameters: strings, numbers, null, and arrays of those. */
+  readonly values: unknown[]
+  /** A stable name for drivers that cache prepared statements. */
+  readonly name: string
+}
+
+/**
+ * The one statement that writes `messages` and (when `outbox.notify`) queues the relay's wake-up
+ * inside the caller's transaction: one round trip for any number of messages.
+ */
+export function postgresPublishStatement(
+  outbox: Outbox,
+  messages: readonly PreparedMessage[],
+): PostgresPublishStatement {
+  const sql = postgresStatements(outbox.table)
+  const channel = outbox.notify ? outbox.channel : ''
+  if (messages.length === 1) {
+    const m = messages[0]!
+    return {
+      text: sql.publishOne,
+      values: [m.id, m.topic, m.key, m.payload, m.headers, m.delayMs, m.dedupKey, channel],
+      name: 'outboxkit_publish_one',
+    }
+  }
+  const n = messages.length
+  const cols: unknown[][] = [[], [], [], [], [], [], []]
+  for (let i = 0; i < n; i++) {
+    const m = messages[i]!
+    cols[0]!.push(m.id)
+    cols[1]!.push(m.topic)
+    cols[2]!.push(m.key)
+    cols[3]!.push(m.payload)
+    cols[4]!.push(m.headers)
+    cols[5]!.push(m.delayMs)
+    cols[6]!.push(m.dedupKey)
+  }
+  return { text: sql.publishMany, values: [...cols, channel], name: 'outboxkit_publish_many' }
+}
+
+/**
+ * Turns the rows of a publish statement into results in message order. A message whose
+ * `dedupKey` already existed gets `published: false` and the existing id when visible; a repeated
+ * `dedupKey` inside one batch resolves to the first message that carries it.
+ */
+export function readPostgresPublishResult(
+  messages: readonly PreparedMessage[],
+  rows: readonly Record<string, unknown>[],
+): PublishResult[] {
+  const inserted = new Set<string>()
+  const existing = new Map<string, string>()
+  for (const r of rows) {
+    if (r.id === null || r.id === undefined) continue
+    if (r.inserted === true || r.inserted === 't') inserted.add(r.id as string)
+    else if (typeof r.dedup_key === 'string') existing.set(r.dedup_key, r.id as string)
+  }
+  const firstByDedup = new Map<string, string>()
+  return messages.map((m) => {
+    if (inserted.has(m.id)) {
+      if (m.dedupKey !== null && !firstByDedup.has(m.dedupKey)) firstByDedup.set(m.dedupKey, m.id)
+      return { id: m.id, published: true }
+    }
+    const other = m.dedupKey === null ? undefined : (existing.get(m.dedupKey) ?? firstByDedup.get(m.dedupKey))
+    return { id: other ?? m.id, published: false }
+  })
+}

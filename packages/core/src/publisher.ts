@@ -1,0 +1,77 @@
+import { assertOutbox, type Outbox } from './define-outbox.js'
+import { toOutboxError } from './errors.js'
+import {
+  assertMessageArray,
+  type PreparedMessage,
+  type PublishMessage,
+  type PublishResult,
+  prepareMessages,
+} from './message.js'
+import {
+  type PostgresPublishStatement,
+  postgresPublishStatement,
+  readPostgresPublishResult,
+} from './publish-postgres.js'
+
+/** What an adapter tells {@link createPostgresPublisher} about its driver or ORM. */
+export interface PostgresPublisherSpec<TTx> {
+  /** Adapter name used in error messages, e.g. `'kysely'`. */
+  readonly name: string
+  /**
+   * Returns `handle` as a transaction, or throws `OutboxError('NOT_IN_TRANSACTION')` unless it is
+   * an open transaction, judged by the library's own public signal. MUST NOT write anything.
+   */
+  checkTransaction(handle: unknown): TTx | Promise<TTx>
+  /** Runs the statement on the transaction's own connection and returns the result rows. */
+  execute(handle: TTx, statement: PostgresPublishStatement): Promise<readonly Record<string, unknown>[]>
+}
+
+/** The `publish` function every adapter exports. */
+export type PublishFn<TTx> = <O extends Outbox<any>>(
+  outbox: O,
+  tx: TTx,
+  message: PublishMessage<O>,
+) => Promise<PublishResult>
+/** The `publishMany` function every adapter exports. */
+export type PublishManyFn<TTx> = <O extends Outbox<any>>(
+  outbox: O,
+  tx: TTx,
+  messages: readonly PublishMessage<O>[],
+) => Promise<PublishResult[]>
+
+/**
+ * Builds an adapter's `publish` and `publishMany` for PostgreSQL: validate the outbox and the
+ * messages, check the handle is an open transaction, then write every message (and the relay's
+ * NOTIFY wake-up) with one statement on that transaction. Nothing is written when a check fails.
+ */
+export function createPostgresPublisher<TTx>(spec: PostgresPublisherSpec<TTx>): {
+  publish: PublishFn<TTx>
+  publishMany: PublishManyFn<TTx>
+} {
+  const { name } = spec
+  async function write(outbox: Outbox, tx: TTx, prepared: PreparedMessage[]): Promise<PublishResult[]> {
+    const statement = postgresPublishStatement(outbox, prepared)
+    let rows: readonly Record<string, unknown>[]
+    try {
+      rows = await spec.execute(tx, statement)
+    } catch (err) {
+      throw toOutboxError(err, name, `publish to ${outbox.table.display}`)
+    }
+    return readPostgresPublishResult(prepared, rows)
+  }
+  const publish: PublishFn<TTx> = async (outbox, tx, message) => {
+    assertOutbox(outbox, name)
+    const prepared = await prepareMessages(outbox, [message], name)
+    const [result] = await write(outbox, await spec.checkTransaction(tx), prepared)
+    return result!
+  }
+  const publishMany: PublishManyFn<TTx> = async (outbox, tx, messages) => {
+    assertOutbox(outbox, name)
+    assertMessageArray(messages, name)
+    const prepared = await prepareMessages(outbox, messages, name)
+    const checked = await spec.checkTransaction(tx)
+    if (prepared.length === 0) return []
+    return write(outbox, checked, prepared)
+  }
+  return { publish, publishMany }
+}

@@ -1,0 +1,84 @@
+import type { WakeHandlers, WakeSubscription } from '@outboxkit/core'
+import { quoteIdent } from '@outboxkit/core'
+import type pg from 'pg'
+
+/**
+ * LISTENs on `channel` with a dedicated client made by `connect`, and reconnects with capped
+ * backoff whenever the connection fails or is cut (for example by `pg_terminate_backend`).
+ * Each (re)connection calls `onConnect`, so the relay claims whatever it missed meanwhile.
+ */
+export async function listenWithReconnect(
+  connect: () => Promise<pg.Client>,
+  channel: string,
+  handlers: WakeHandlers,
+): Promise<WakeSubscription> {
+  let closed = false
+  let client: pg.Client | undefined
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let failures = 0
+
+  const onNotification = (msg: pg.Notification) => {
+    if (msg.channel === channel) handlers.onWake()
+  }
+
+  function scheduleReconnect() {
+    if (closed || timer) return
+    const delay = Math.min(10_000, 250 * 2 ** Math.min(failures, 6))
+    failures++
+    timer = setTimeout(() => {
+      timer = undefined
+      void open().catch(() => {})
+    }, delay)
+    timer.unref?.()
+  }
+
+  async function open(): Promise<void> {
+    if (closed) return
+    let c: pg.Client | undefined
+    try {
+      c = await connect()
+      const lost = (err?: unknown) => {
+        if (client !== c) return
+        client = undefined
+        c?.removeAllListeners('notification')
+        c?.end().catch(() => {})
+        if (!closed) {
+          handlers.onError(err ?? new Error('LISTEN connection ended'))
+          scheduleReconnect()
+        }
+      }
+      c.on('error', lost)
+      c.on('end', () => lost())
+      c.on('notification', onNotification)
+      await c.query(`LISTEN ${quoteIdent(channel)}`)
+      if (closed) {
+        await c.end().catch(() => {})
+        return
+      }
+      client = c
+      failures = 0
+      handlers.onConnect?.()
+    } catch (err) {
+      c?.end().catch(() => {})
+      if (!closed) {
+        handlers.onError(err)
+        scheduleReconnect()
+      }
+      throw err
+    }
+  }
+
+  await open().catch(() => {})
+  return {
+    async close() {
+      closed = true
+      if (timer) clearTimeout(timer)
+      const c = client
+      client = undefined
+      if (c) {
+        c.removeAllListeners('notification')
+        await c.end().catch(() => {})
+      }
+    },
+  }
+}

@@ -1,0 +1,23 @@
+import { existsSync, readdirSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { defineConfig } from 'vitest/config'
+
+// Tests run against each package's source, so `pnpm test` needs no build step.
+const packagesDir = fileURLToPath(new URL('./packages/', import.meta.url))
+const alias = Object.fromEntries(
+  readdirSync(packagesDir)
+    .filter((d) => existsSync(`${packagesDir}${d}/src/index.ts`))
+    .map((d) => [`@outboxkit/${d}`, `${packagesDir}${d}/src/index.ts`]),
+)
+
+export default defineConfig({
+  resolve: { alias },
+  test: {
+    include: ['packages/*/test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    // Test files share one PostgreSQL server; each file uses its own table names.
+    fileParallelism: true,
+    maxWorkers: 2,
+  },
+})
