@@ -158,7 +158,8 @@ export function defineOutbox<TTopics extends TopicSchemas | undefined = undefine
   if (!Array.isArray(ordered) || ordered.some((t) => typeof t !== 'string' || t.length === 0)) {
     throw new OutboxError('INVALID_CONFIG', 'orderedTopics must be an array of non-empty topic names.')
   }
-  const channel = `outboxkit_${table.schema ? `${table.schema}_` : ''}${table.name}`.slice(0, 63)
+  // Lower case: an unquoted LISTEN folds case, pg_notify does not.
+  const channel = `outboxkit_${table.schema ? `${table.schema}_` : ''}${table.name}`.toLowerCase().slice(0, 63)
   return Object.freeze({
     kind: 'outboxkit.outbox' as const,
     table: Object.freeze(table),

@@ -1,0 +1,43 @@
+import { createPostgresBackend, describe, OutboxError, type OutboxBackend } from '@outboxkit/core'
+
+/** The slice of a PGlite instance the relay backend needs. */
+export interface PgliteDatabase {
+  query<T>(query: string, params?: unknown[]): Promise<{ rows: T[] }>
+  exec(query: string): Promise<unknown>
+  listen(channel: string, callback: (payload: string) => void): Promise<() => Promise<void>>
+  transaction: unknown
+}
+
+/**
+ * The relay backend for PGlite. The database stays yours: `relay.stop()` does not close it.
+ * PGlite is one connection, so claims, settles and your transactions take turns; LISTEN/NOTIFY
+ * works in-process, so delivery starts right after a commit.
+ *
+ * @example
+ * ```ts
+ * const db = await PGlite.create()
+ * const backend = pgliteBackend(db)
+ * await migrate(outbox, backend)
+ * ```
+ * @throws OutboxError `INVALID_CONFIG` when `db` is not a PGlite instance.
+ */
+export function pgliteBackend(db: PgliteDatabase): OutboxBackend {
+  if (!db || typeof db.query !== 'function' || typeof db.exec !== 'function' || typeof db.listen !== 'function') {
+    throw new OutboxError('INVALID_CONFIG', `pgliteBackend expects a PGlite instance, got ${describe(db)}.`, { source: 'pglite' })
+  }
+  return createPostgresBackend({
+    name: 'pglite',
+    async query(text, params) {
+      return (await db.query<Record<string, unknown>>(text, params as unknown[])).rows
+    },
+    async exec(script) {
+      await db.exec(`BEGIN;\n${script};\nCOMMIT`)
+    },
+    async listen(channel, handlers) {
+      const unlisten = await db.listen(channel, () => handlers.onWake())
+      handlers.onConnect?.()
+      return { close: () => unlisten() }
+    },
+    async close() {},
+  })
+}

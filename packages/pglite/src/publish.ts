@@ -1,0 +1,70 @@
+import { createPostgresPublisher, describe, OutboxError } from '@outboxkit/core'
+
+/**
+ * The slice of a PGlite `Transaction` (the `tx` of `db.transaction(async (tx) => ...)`) that
+ * `publish` needs.
+ */
+export interface PgliteTransaction {
+  query<T>(query: string, params?: unknown[]): Promise<{ rows: T[] }>
+  rollback(): Promise<void>
+  /** PGlite's own signal: `true` once the transaction committed or rolled back. */
+  readonly closed: boolean
+}
+
+const ADAPTER = 'pglite'
+
+function refuse(what: string): OutboxError {
+  return new OutboxError(
+    'NOT_IN_TRANSACTION',
+    `publish needs an open PGlite transaction, got ${what}. Call it with the tx of db.transaction(async (tx) => { ...; await publish(outbox, tx, message) }). Nothing was written.`,
+    { source: ADAPTER },
+  )
+}
+
+function checkTransaction(handle: unknown): PgliteTransaction {
+  const h = handle as Partial<PgliteTransaction> & { transaction?: unknown; isInTransaction?: unknown } | null
+  if (!h || typeof h !== 'object') throw refuse(describe(handle))
+  if (typeof h.transaction === 'function' || typeof h.isInTransaction === 'function') {
+    // Refused even inside a manual BEGIN: a query on the instance during db.transaction() would
+    // wait for that transaction's lock, and outside one it would commit on its own.
+    throw refuse('the PGlite instance itself (it runs each query in autocommit)')
+  }
+  if (typeof h.query !== 'function' || typeof h.rollback !== 'function' || typeof h.closed !== 'boolean') {
+    throw refuse(describe(handle))
+  }
+  if (h.closed) throw refuse('a transaction that already committed or rolled back')
+  return h as PgliteTransaction
+}
+
+const publisher = createPostgresPublisher<PgliteTransaction>({
+  name: ADAPTER,
+  checkTransaction,
+  async execute(tx, statement) {
+    // Checked again right before the write: the transaction may have ended while we validated.
+    if (tx.closed) throw refuse('a transaction that already committed or rolled back')
+    const result = await tx.query<Record<string, unknown>>(statement.text, statement.values)
+    return result.rows
+  },
+})
+
+/**
+ * Publishes one message inside a PGlite transaction: the INSERT (and the relay's NOTIFY
+ * wake-up) run as one statement on `tx`, so the message commits or rolls back with it.
+ *
+ * @example
+ * ```ts
+ * await db.transaction(async (tx) => {
+ *   await tx.query('INSERT INTO orders (id) VALUES ($1)', [orderId])
+ *   await publish(outbox, tx, { topic: 'order.created', payload: { orderId } })
+ * })
+ * ```
+ * @throws OutboxError `NOT_IN_TRANSACTION` for the PGlite instance or a closed transaction;
+ * `INVALID_MESSAGE` for a bad message; `DATABASE` when the statement fails.
+ */
+export const publish = publisher.publish
+
+/**
+ * Publishes several messages inside a PGlite transaction in one statement, all or nothing,
+ * results in the order of `messages`. Same checks and errors as {@link publish}.
+ */
+export const publishMany = publisher.publishMany
