@@ -1,4 +1,4 @@
-import { createPostgresBackend, describe, OutboxError, type OutboxBackend } from '@outboxkit/core'
+import { createPostgresBackend, describe, type OutboxBackend, OutboxError } from '@outboxkit/core'
 
 /** The slice of a PGlite instance the relay backend needs. */
 export interface PgliteDatabase {
@@ -22,8 +22,15 @@ export interface PgliteDatabase {
  * @throws OutboxError `INVALID_CONFIG` when `db` is not a PGlite instance.
  */
 export function pgliteBackend(db: PgliteDatabase): OutboxBackend {
-  if (!db || typeof db.query !== 'function' || typeof db.exec !== 'function' || typeof db.listen !== 'function') {
-    throw new OutboxError('INVALID_CONFIG', `pgliteBackend expects a PGlite instance, got ${describe(db)}.`, { source: 'pglite' })
+  if (
+    !db ||
+    typeof db.query !== 'function' ||
+    typeof db.exec !== 'function' ||
+    typeof db.listen !== 'function'
+  ) {
+    throw new OutboxError('INVALID_CONFIG', `pgliteBackend expects a PGlite instance, got ${describe(db)}.`, {
+      source: 'pglite',
+    })
   }
   return createPostgresBackend({
     name: 'pglite',

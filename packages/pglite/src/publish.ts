@@ -6,6 +6,7 @@ import { createPostgresPublisher, describe, OutboxError } from '@outboxkit/core'
  */
 export interface PgliteTransaction {
   query<T>(query: string, params?: unknown[]): Promise<{ rows: T[] }>
+  exec(query: string): Promise<unknown>
   rollback(): Promise<void>
   /** PGlite's own signal: `true` once the transaction committed or rolled back. */
   readonly closed: boolean
@@ -22,14 +23,21 @@ function refuse(what: string): OutboxError {
 }
 
 function checkTransaction(handle: unknown): PgliteTransaction {
-  const h = handle as Partial<PgliteTransaction> & { transaction?: unknown; isInTransaction?: unknown } | null
+  const h = handle as
+    | (Partial<PgliteTransaction> & { transaction?: unknown; isInTransaction?: unknown })
+    | null
   if (!h || typeof h !== 'object') throw refuse(describe(handle))
   if (typeof h.transaction === 'function' || typeof h.isInTransaction === 'function') {
     // Refused even inside a manual BEGIN: a query on the instance during db.transaction() would
     // wait for that transaction's lock, and outside one it would commit on its own.
     throw refuse('the PGlite instance itself (it runs each query in autocommit)')
   }
-  if (typeof h.query !== 'function' || typeof h.rollback !== 'function' || typeof h.closed !== 'boolean') {
+  if (
+    typeof h.query !== 'function' ||
+    typeof h.exec !== 'function' ||
+    typeof h.rollback !== 'function' ||
+    typeof h.closed !== 'boolean'
+  ) {
     throw refuse(describe(handle))
   }
   if (h.closed) throw refuse('a transaction that already committed or rolled back')
@@ -42,6 +50,16 @@ const publisher = createPostgresPublisher<PgliteTransaction>({
   async execute(tx, statement) {
     // Checked again right before the write: the transaction may have ended while we validated.
     if (tx.closed) throw refuse('a transaction that already committed or rolled back')
+    // `closed` misses a COMMIT or ROLLBACK run by hand inside the callback (and, before PGlite
+    // 0.5.5, a rollback by throw). A savepoint is only allowed inside a transaction block, so this
+    // in-process probe (no network, well under a millisecond) proves the block is still open.
+    try {
+      await tx.exec('SAVEPOINT outboxkit_publish; RELEASE SAVEPOINT outboxkit_publish')
+    } catch (err) {
+      if ((err as { code?: unknown }).code === '25P01')
+        throw refuse('a transaction that was already committed or rolled back by hand')
+      throw err
+    }
     const result = await tx.query<Record<string, unknown>>(statement.text, statement.values)
     return result.rows
   },

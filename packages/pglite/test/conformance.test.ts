@@ -12,6 +12,17 @@ runPublishConformance<PgliteTransaction>({
       backend: pgliteBackend(db),
       inspect: async (text, params) => (await db.query<Record<string, unknown>>(text, params)).rows,
       transaction: (fn) => db.transaction(fn),
+      async savepoint(tx, fn) {
+        await tx.query('SAVEPOINT sp')
+        try {
+          const result = await fn(tx)
+          await tx.query('RELEASE SAVEPOINT sp')
+          return result
+        } catch (err) {
+          await tx.query('ROLLBACK TO SAVEPOINT sp')
+          throw err
+        }
+      },
       async refusedHandles() {
         return [
           { label: 'the PGlite instance', handle: db },
