@@ -34,12 +34,21 @@ export function runBackendConformance(harness: BackendHarness): void {
     let table: string
     const lease = 30_000
 
-    const insert = async (n: number, fields: { topic?: string; state?: string; attempts?: number; availableInMs?: number } = {}) => {
+    const insert = async (
+      n: number,
+      fields: { topic?: string; state?: string; attempts?: number; availableInMs?: number } = {},
+    ) => {
       const rows = await ctx.inspect(
         `INSERT INTO ${table} (id, topic, payload, state, attempts, available_at)
          SELECT gen_random_uuid(), $1, jsonb_build_object('i', g), $2, $3, now() + $4::float8 * interval '1 millisecond'
          FROM generate_series(1, $5::int) AS g RETURNING id::text AS id`,
-        [fields.topic ?? 't', fields.state ?? 'pending', fields.attempts ?? 0, fields.availableInMs ?? -1000, n],
+        [
+          fields.topic ?? 't',
+          fields.state ?? 'pending',
+          fields.attempts ?? 0,
+          fields.availableInMs ?? -1000,
+          n,
+        ],
       )
       return rows.map((r) => r.id as string)
     }
@@ -50,7 +59,10 @@ export function runBackendConformance(harness: BackendHarness): void {
           [id],
         )
       )[0]
-    const claim = (limit: number, opts: { topics?: string[]; leaseMs?: number; maxAttempts?: number; b?: OutboxBackend } = {}) =>
+    const claim = (
+      limit: number,
+      opts: { topics?: string[]; leaseMs?: number; maxAttempts?: number; b?: OutboxBackend } = {},
+    ) =>
       (opts.b ?? backend).claim({
         table: outbox.table,
         topics: opts.topics ?? ['t'],
@@ -81,10 +93,15 @@ export function runBackendConformance(harness: BackendHarness): void {
       try {
         await Promise.all([migrate(fresh, backend), migrate(fresh, others[0]!), migrate(fresh, others[1]!)])
         await migrate(fresh, backend)
-        const idx = await ctx.inspect(`SELECT indexdef FROM pg_indexes WHERE tablename = $1 ORDER BY indexname`, [fresh.table.name])
+        const idx = await ctx.inspect(
+          `SELECT indexdef FROM pg_indexes WHERE tablename = $1 ORDER BY indexname`,
+          [fresh.table.name],
+        )
         const defs = idx.map((r) => String(r.indexdef))
         expect(defs.some((d) => /\(available_at, id\) WHERE/.test(d) && /pending/.test(d))).toBe(true)
-        expect(defs.some((d) => /UNIQUE INDEX .*\(dedup_key\) WHERE \(dedup_key IS NOT NULL\)/.test(d))).toBe(true)
+        expect(defs.some((d) => /UNIQUE INDEX .*\(dedup_key\) WHERE \(dedup_key IS NOT NULL\)/.test(d))).toBe(
+          true,
+        )
       } finally {
         await ctx.inspect(`DROP TABLE IF EXISTS ${fresh.table.name}`)
         await Promise.all(others.map((b) => b.close()))
@@ -146,7 +163,10 @@ export function runBackendConformance(harness: BackendHarness): void {
       const [c1] = await claim(1, { leaseMs: 300 })
       expect(c1!.attempts).toBe(1)
       expect(await claim(1)).toEqual([])
-      const c2 = await waitFor(async () => (await claim(1))[0], { what: 'the lease to lapse', timeoutMs: 5_000 })
+      const c2 = await waitFor(async () => (await claim(1))[0], {
+        what: 'the lease to lapse',
+        timeoutMs: 5_000,
+      })
       expect(c2.id).toBe(id)
       expect(c2.attempts).toBe(2)
     })
@@ -168,9 +188,19 @@ export function runBackendConformance(harness: BackendHarness): void {
     test('settle: delivered deletes, or keeps with state delivered', async () => {
       const ids = await insert(2)
       const [a, b] = await claim(2)
-      expect(await backend.settle({ table: outbox.table, keepDelivered: false, settlements: [{ id: a!.id, attempts: 1, outcome: 'delivered' }] })).toEqual([a!.id])
+      expect(
+        await backend.settle({
+          table: outbox.table,
+          keepDelivered: false,
+          settlements: [{ id: a!.id, attempts: 1, outcome: 'delivered' }],
+        }),
+      ).toEqual([a!.id])
       expect(await row(a!.id)).toBeUndefined()
-      await backend.settle({ table: outbox.table, keepDelivered: true, settlements: [{ id: b!.id, attempts: 1, outcome: 'delivered' }] })
+      await backend.settle({
+        table: outbox.table,
+        keepDelivered: true,
+        settlements: [{ id: b!.id, attempts: 1, outcome: 'delivered' }],
+      })
       expect((await row(b!.id))!.state).toBe('delivered')
       expect(ids).toHaveLength(2)
     })
@@ -211,20 +241,34 @@ export function runBackendConformance(harness: BackendHarness): void {
             : outcome === 'retry'
               ? { id: id!, attempts: 1, outcome, delayMs: 0, error: 'stale' }
               : { id: id!, attempts: 1, outcome, error: 'stale' }
-        expect(await backend.settle({ table: outbox.table, keepDelivered: false, settlements: [s] })).toEqual([])
+        expect(await backend.settle({ table: outbox.table, keepDelivered: false, settlements: [s] })).toEqual(
+          [],
+        )
         const r = await row(id!)
         expect(r!.state).toBe('processing')
         expect(Number(r!.attempts)).toBe(2)
         expect(r!.last_error).toBeNull()
       }
-      expect(await backend.settle({ table: outbox.table, keepDelivered: false, settlements: [{ id: id!, attempts: 2, outcome: 'delivered' }] })).toEqual([id])
+      expect(
+        await backend.settle({
+          table: outbox.table,
+          keepDelivered: false,
+          settlements: [{ id: id!, attempts: 2, outcome: 'delivered' }],
+        }),
+      ).toEqual([id])
     })
 
     test('a settle after dead-letter at claim is fenced by state', async () => {
       const [id] = await insert(1, { state: 'processing', attempts: 2 })
       await claim(1, { maxAttempts: 2 })
       expect((await row(id!))!.state).toBe('dead')
-      expect(await backend.settle({ table: outbox.table, keepDelivered: false, settlements: [{ id: id!, attempts: 2, outcome: 'delivered' }] })).toEqual([])
+      expect(
+        await backend.settle({
+          table: outbox.table,
+          keepDelivered: false,
+          settlements: [{ id: id!, attempts: 2, outcome: 'delivered' }],
+        }),
+      ).toEqual([])
       expect((await row(id!))!.state).toBe('dead')
     })
 
@@ -232,9 +276,13 @@ export function runBackendConformance(harness: BackendHarness): void {
       if (!backend.extendLease) return
       const [id] = await insert(1)
       await claim(1, { leaseMs: 1_000 })
-      expect(await backend.extendLease({ table: outbox.table, leaseMs: 60_000, rows: [{ id: id!, attempts: 1 }] })).toEqual([id])
+      expect(
+        await backend.extendLease({ table: outbox.table, leaseMs: 60_000, rows: [{ id: id!, attempts: 1 }] }),
+      ).toEqual([id])
       expect(Number((await row(id!))!.due_in_ms)).toBeGreaterThan(50_000)
-      expect(await backend.extendLease({ table: outbox.table, leaseMs: 60_000, rows: [{ id: id!, attempts: 7 }] })).toEqual([])
+      expect(
+        await backend.extendLease({ table: outbox.table, leaseMs: 60_000, rows: [{ id: id!, attempts: 7 }] }),
+      ).toEqual([])
     })
 
     test('purge deletes terminal rows only; redrive revives dead rows with attempts reset', async () => {
@@ -247,9 +295,13 @@ export function runBackendConformance(harness: BackendHarness): void {
       expect(r!.state).toBe('pending')
       expect(Number(r!.attempts)).toBe(0)
       expect(await backend.redrive({ table: outbox.table, topics: ['x'] })).toBe(1)
-      expect(await backend.purge({ table: outbox.table, states: ['delivered'], olderThanMs: 3_600_000 })).toBe(0)
+      expect(
+        await backend.purge({ table: outbox.table, states: ['delivered'], olderThanMs: 3_600_000 }),
+      ).toBe(0)
       expect(await backend.purge({ table: outbox.table, states: ['delivered'], olderThanMs: 0 })).toBe(2)
-      expect(await backend.purge({ table: outbox.table, states: ['dead', 'delivered'], olderThanMs: 0 })).toBe(1)
+      expect(
+        await backend.purge({ table: outbox.table, states: ['dead', 'delivered'], olderThanMs: 0 }),
+      ).toBe(1)
       const left = await ctx.inspect(`SELECT id::text AS id FROM ${table} ORDER BY id`)
       expect(left.map((l) => l.id).sort()).toEqual([dead[0], dead[2], pending[0]].sort())
       expect(delivered).toHaveLength(2)

@@ -36,7 +36,11 @@ export function uniqueTableName(prefix: string): string {
 /** Polls `check` every `intervalMs` until it returns a truthy value or `timeoutMs` passes. */
 export async function waitFor<T>(
   check: () => T | Promise<T>,
-  { timeoutMs = 10_000, intervalMs = 20, what = 'condition' }: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+  {
+    timeoutMs = 10_000,
+    intervalMs = 20,
+    what = 'condition',
+  }: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
 ): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs
   for (;;) {

@@ -64,7 +64,8 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
     let table: string
     const count = async (where = 'true', params: unknown[] = []) =>
       Number((await ctx.inspect(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, params))[0]!.n)
-    const rowOf = async (id: string) => (await ctx.inspect(`SELECT *, payload::text AS payload_text FROM ${table} WHERE id = $1`, [id]))[0]
+    const rowOf = async (id: string) =>
+      (await ctx.inspect(`SELECT *, payload::text AS payload_text FROM ${table} WHERE id = $1`, [id]))[0]
     const expectCode = async (promise: Promise<unknown>, code: string) => {
       const err = await promise.then(
         () => undefined,
@@ -90,7 +91,13 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
     test('a committed publish writes one pending row with every column', async () => {
       const payload = { orderId: 'o-1', total: 12.5, items: [1, 2], nested: { ok: true } }
       const result = await ctx.transaction((tx) =>
-        publish(outbox, tx, { topic: 'order.created', payload, key: 'o-1', headers: { tenant: 't1' }, dedupKey: 'commit-1' }),
+        publish(outbox, tx, {
+          topic: 'order.created',
+          payload,
+          key: 'o-1',
+          headers: { tenant: 't1' },
+          dedupKey: 'commit-1',
+        }),
       )
       expect(result.published).toBe(true)
       expect(result.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
@@ -124,9 +131,15 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
       expect(handles.length).toBeGreaterThan(0)
       for (const { label, handle } of handles) {
         const before = await count()
-        const err = await expectCode(publish(outbox, handle as TTx, { topic: 'refused', payload: { label } }), 'NOT_IN_TRANSACTION')
+        const err = await expectCode(
+          publish(outbox, handle as TTx, { topic: 'refused', payload: { label } }),
+          'NOT_IN_TRANSACTION',
+        )
         expect(err.message, label).toContain(`[outboxkit] [${name}]`)
-        await expectCode(publishMany(outbox, handle as TTx, [{ topic: 'refused', payload: { label } }]), 'NOT_IN_TRANSACTION')
+        await expectCode(
+          publishMany(outbox, handle as TTx, [{ topic: 'refused', payload: { label } }]),
+          'NOT_IN_TRANSACTION',
+        )
         expect(await count(), `${label} wrote a row`).toBe(before)
       }
       expect(await count(`topic = 'refused'`)).toBe(0)
@@ -138,8 +151,14 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
       await ctx.transaction(async (tx) => {
         escaped = tx
       })
-      await expectCode(publish(outbox, escaped as TTx, { topic: 'escaped', payload: 1 }), 'NOT_IN_TRANSACTION')
-      await expectCode(publishMany(outbox, escaped as TTx, [{ topic: 'escaped', payload: 1 }]), 'NOT_IN_TRANSACTION')
+      await expectCode(
+        publish(outbox, escaped as TTx, { topic: 'escaped', payload: 1 }),
+        'NOT_IN_TRANSACTION',
+      )
+      await expectCode(
+        publishMany(outbox, escaped as TTx, [{ topic: 'escaped', payload: 1 }]),
+        'NOT_IN_TRANSACTION',
+      )
       expect(await count(`topic = 'escaped'`)).toBe(0)
     })
 
@@ -154,7 +173,10 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
         .catch((e) => {
           if (!(e instanceof Rollback)) throw e
         })
-      await expectCode(publish(outbox, escaped as TTx, { topic: 'escaped-rb', payload: 1 }), 'NOT_IN_TRANSACTION')
+      await expectCode(
+        publish(outbox, escaped as TTx, { topic: 'escaped-rb', payload: 1 }),
+        'NOT_IN_TRANSACTION',
+      )
       expect(await count(`topic = 'escaped-rb'`)).toBe(0)
     })
 
@@ -185,7 +207,9 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
       expect(results.every((r) => r.published)).toBe(true)
       const sorted = [...results.map((r) => r.id)].sort()
       expect(results.map((r) => r.id)).toEqual(sorted)
-      const rows = await ctx.inspect(`SELECT id::text AS id, payload->>'i' AS i, key FROM ${table} WHERE topic = 'many' ORDER BY id`)
+      const rows = await ctx.inspect(
+        `SELECT id::text AS id, payload->>'i' AS i, key FROM ${table} WHERE topic = 'many' ORDER BY id`,
+      )
       expect(rows.map((r) => Number(r.i))).toEqual([0, 1, 2, 3, 4, 5, 6])
       expect(rows.map((r) => r.id)).toEqual(results.map((r) => r.id))
       expect(await ctx.transaction((tx) => publishMany(outbox, tx, []))).toEqual([])
@@ -197,13 +221,19 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
         { topic: 'atomic', payload: { bad: 10n } },
         { topic: 'atomic', payload: 3 },
       ]
-      await expect(ctx.transaction((tx) => publishMany(outbox, tx, msgs as never))).rejects.toMatchObject({ code: 'INVALID_MESSAGE' })
+      await expect(ctx.transaction((tx) => publishMany(outbox, tx, msgs as never))).rejects.toMatchObject({
+        code: 'INVALID_MESSAGE',
+      })
       expect(await count(`topic = 'atomic'`)).toBe(0)
     })
 
     test('dedupKey: a second publish with the same key is a no-op returning the first id', async () => {
-      const first = await ctx.transaction((tx) => publish(outbox, tx, { topic: 'dedup', payload: 1, dedupKey: 'dd-1' }))
-      const second = await ctx.transaction((tx) => publish(outbox, tx, { topic: 'dedup', payload: 2, dedupKey: 'dd-1' }))
+      const first = await ctx.transaction((tx) =>
+        publish(outbox, tx, { topic: 'dedup', payload: 1, dedupKey: 'dd-1' }),
+      )
+      const second = await ctx.transaction((tx) =>
+        publish(outbox, tx, { topic: 'dedup', payload: 2, dedupKey: 'dd-1' }),
+      )
       expect(first.published).toBe(true)
       expect(second).toEqual({ id: first.id, published: false })
       const batch = await ctx.transaction((tx) =>
@@ -220,7 +250,9 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
     })
 
     test('delayMs: available_at is delayMs after now() of the database', async () => {
-      const { id } = await ctx.transaction((tx) => publish(outbox, tx, { topic: 'delay', payload: 1, delayMs: 60_000 }))
+      const { id } = await ctx.transaction((tx) =>
+        publish(outbox, tx, { topic: 'delay', payload: 1, delayMs: 60_000 }),
+      )
       const [r] = await ctx.inspect(
         `SELECT extract(epoch FROM available_at - created_at) * 1000 AS d FROM ${table} WHERE id = $1`,
         [id],
@@ -232,7 +264,9 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
     test('unicode and a 1 MiB payload round-trip exactly', async () => {
       const text = 'héllo wörld ✓ 日本語 🚀 \\ " \' \n\t'
       const big = { blob: 'x'.repeat(1024 * 1024), text }
-      const a = await ctx.transaction((tx) => publish(outbox, tx, { topic: 'big', payload: big, key: 'ключ-🔑', headers: { 'x-note': text } }))
+      const a = await ctx.transaction((tx) =>
+        publish(outbox, tx, { topic: 'big', payload: big, key: 'ключ-🔑', headers: { 'x-note': text } }),
+      )
       const row = await rowOf(a.id)
       expect(JSON.parse(row!.payload_text as string)).toEqual(big)
       expect(row!.key).toBe('ключ-🔑')
@@ -245,25 +279,44 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
     test('payloads that are not JSON are refused with INVALID_MESSAGE and nothing is written', async () => {
       const cyclic: Record<string, unknown> = { a: 1 }
       cyclic.self = cyclic
-      for (const payload of [10n, { n: 1n }, cyclic, () => 1, { f: () => 1 }, Number.NaN, undefined, new Map([[1, 2]])]) {
+      for (const payload of [
+        10n,
+        { n: 1n },
+        cyclic,
+        () => 1,
+        { f: () => 1 },
+        Number.NaN,
+        undefined,
+        new Map([[1, 2]]),
+      ]) {
         await expectCode(
           ctx.transaction((tx) => publish(outbox, tx, { topic: 'nonjson', payload })),
           'INVALID_MESSAGE',
         )
       }
-      await expectCode(ctx.transaction((tx) => publish(outbox, tx, { topic: '', payload: 1 })), 'INVALID_MESSAGE')
       await expectCode(
-        ctx.transaction((tx) => publish(outbox, tx, { topic: 'nonjson', payload: 1, headers: { a: 1 as unknown as string } })),
+        ctx.transaction((tx) => publish(outbox, tx, { topic: '', payload: 1 })),
         'INVALID_MESSAGE',
       )
-      await expectCode(ctx.transaction((tx) => publish(outbox, tx, { topic: 'nonjson', payload: 1, delayMs: -1 })), 'INVALID_MESSAGE')
+      await expectCode(
+        ctx.transaction((tx) =>
+          publish(outbox, tx, { topic: 'nonjson', payload: 1, headers: { a: 1 as unknown as string } }),
+        ),
+        'INVALID_MESSAGE',
+      )
+      await expectCode(
+        ctx.transaction((tx) => publish(outbox, tx, { topic: 'nonjson', payload: 1, delayMs: -1 })),
+        'INVALID_MESSAGE',
+      )
       expect(await count(`topic = 'nonjson'`)).toBe(0)
     })
 
     test('many concurrent transactions each publish exactly once', async () => {
       const n = ctx.concurrentTransactions ?? 20
       const results = await Promise.all(
-        Array.from({ length: n }, (_, i) => ctx.transaction((tx) => publish(outbox, tx, { topic: 'concurrent', payload: { i } }))),
+        Array.from({ length: n }, (_, i) =>
+          ctx.transaction((tx) => publish(outbox, tx, { topic: 'concurrent', payload: { i } })),
+        ),
       )
       expect(new Set(results.map((r) => r.id)).size).toBe(n)
       expect(await count(`topic = 'concurrent'`)).toBe(n)
@@ -292,7 +345,9 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
       try {
         await waitFor(() => deliveries.length >= 2, { what: 'two deliveries' })
         // The relay keeps polling: if the rolled-back message existed it would be claimed now.
-        await waitFor(async () => (await count(`topic = 'e2e'`)) === 0, { what: 'the e2e rows to be deleted' })
+        await waitFor(async () => (await count(`topic = 'e2e'`)) === 0, {
+          what: 'the e2e rows to be deleted',
+        })
       } finally {
         await relay.stop()
       }

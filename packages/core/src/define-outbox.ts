@@ -159,7 +159,9 @@ export function defineOutbox<TTopics extends TopicSchemas | undefined = undefine
     throw new OutboxError('INVALID_CONFIG', 'orderedTopics must be an array of non-empty topic names.')
   }
   // Lower case: an unquoted LISTEN folds case, pg_notify does not.
-  const channel = `outboxkit_${table.schema ? `${table.schema}_` : ''}${table.name}`.toLowerCase().slice(0, 63)
+  const channel = `outboxkit_${table.schema ? `${table.schema}_` : ''}${table.name}`
+    .toLowerCase()
+    .slice(0, 63)
   return Object.freeze({
     kind: 'outboxkit.outbox' as const,
     table: Object.freeze(table),

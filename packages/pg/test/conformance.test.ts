@@ -1,4 +1,9 @@
-import { runBackendConformance, runPublishConformance, serverInspector, testDatabaseUrl } from '@outboxkit/conformance'
+import {
+  runBackendConformance,
+  runPublishConformance,
+  serverInspector,
+  testDatabaseUrl,
+} from '@outboxkit/conformance'
 import { type PgTransactionClient, pgBackend, publish, publishMany } from '@outboxkit/pg'
 import pg from 'pg'
 
