@@ -1,0 +1,249 @@
+import { serverInspector, testDatabaseUrl, uniqueTableName } from '@outboxkit/conformance'
+import { defineOutbox, isOutboxError, migrate, type Outbox } from '@outboxkit/core'
+import { publish, publishMany } from '@outboxkit/kysely'
+import { pgBackend } from '@outboxkit/pg'
+import {
+  CamelCasePlugin,
+  type ControlledTransaction,
+  Kysely,
+  PostgresDialect,
+  sql,
+  type Transaction,
+} from 'kysely'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+
+// Every statement node-postgres is asked to send, so a test can assert publish sent nothing.
+const sent: string[] = []
+class RecordingClient extends pg.Client {
+  override query(...args: unknown[]): any {
+    const q = args[0] as string | { text?: string }
+    sent.push(typeof q === 'string' ? q : String(q?.text))
+    return (super.query as (...a: unknown[]) => unknown)(...args)
+  }
+}
+
+const inspector = serverInspector()
+const pool = new pg.Pool({
+  connectionString: testDatabaseUrl(),
+  max: 10,
+  Client: RecordingClient as typeof pg.Client,
+})
+const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) })
+let outbox: Outbox
+let table: string
+
+const count = async (where = 'true', params: unknown[] = []) =>
+  Number((await inspector.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, params))[0]!.n)
+
+/** Asserts publish and publishMany on `handle` fail with NOT_IN_TRANSACTION, send no outbox statement and write nothing. */
+async function expectRefused(handle: unknown, mentions: RegExp): Promise<void> {
+  const before = await count()
+  sent.length = 0
+  for (const attempt of [
+    () => publish(outbox, handle as never, { topic: 'refused', payload: 1 }),
+    () => publishMany(outbox, handle as never, [{ topic: 'refused', payload: 1 }]),
+  ]) {
+    const err = await attempt().then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    expect(isOutboxError(err, 'NOT_IN_TRANSACTION'), String(err)).toBe(true)
+    expect((err as Error).message).toMatch(
+      /^\[outboxkit\] \[kysely\] publish needs an open transaction, got /,
+    )
+    expect((err as Error).message).toMatch(mentions)
+    expect((err as Error).message).toContain('Nothing was written.')
+  }
+  expect(sent.filter((s) => s.includes(table))).toEqual([])
+  expect(await count()).toBe(before)
+}
+
+beforeAll(async () => {
+  table = uniqueTableName('kysely_refusals')
+  outbox = defineOutbox({ table })
+  await migrate(outbox, pgBackend({ pool }))
+})
+afterAll(async () => {
+  await inspector.query(`DROP TABLE IF EXISTS ${table}`)
+  await inspector.close()
+  await db.destroy()
+})
+
+describe('handles that never were a transaction', () => {
+  test('the root Kysely instance, also with plugins or a schema', async () => {
+    await expectRefused(db, /a Kysely instance that is not a transaction \(the root db/)
+    await expectRefused(db.withPlugin(new CamelCasePlugin()), /not a transaction/)
+    await expectRefused(db.withSchema('public'), /not a transaction/)
+    // And at compile time: Kysely types isTransaction as `true` only on a Transaction.
+    const compileTimeCheck = () =>
+      // @ts-expect-error the root db is not a transaction
+      publish(outbox, db, { topic: 'refused', payload: 1 })
+    expect(typeof compileTimeCheck).toBe('function')
+  })
+
+  test('a db.connection() handle, even after a manual BEGIN on it', async () => {
+    await db.connection().execute(async (conn) => {
+      await expectRefused(conn, /db\.connection\(\) handle/)
+      await sql`begin`.execute(conn)
+      await expectRefused(conn, /not a transaction/)
+      await sql`commit`.execute(conn)
+    })
+  })
+
+  test('things that are not Kysely at all', async () => {
+    await expectRefused(pool, /a BoundPool instance, which is not a Kysely instance/)
+    await expectRefused(null, /got null/)
+    await expectRefused({ query: () => {} }, /a plain object, which is not a Kysely instance/)
+  })
+})
+
+describe('transactions that already ended', () => {
+  test('a callback Transaction kept after its transaction committed: Kysely stops it before any SQL', async () => {
+    let escaped: Transaction<any> | undefined
+    await db.transaction().execute(async (trx) => {
+      escaped = trx
+      await publish(outbox, trx, { topic: 'inside', payload: 1 })
+    })
+    expect(await count(`topic = 'inside'`)).toBe(1)
+    await expectRefused(escaped, /already committed/)
+    await expectRefused(escaped!.withoutPlugins(), /already committed/)
+  })
+
+  test('a callback Transaction kept after its transaction rolled back', async () => {
+    let escaped: Transaction<any> | undefined
+    await db
+      .transaction()
+      .execute(async (trx) => {
+        escaped = trx
+        await publish(outbox, trx, { topic: 'rolled-back', payload: 1 })
+        throw new Error('roll back')
+      })
+      .catch(() => {})
+    await expectRefused(escaped, /already rolled back/)
+    expect(await count(`topic = 'rolled-back'`)).toBe(0)
+  })
+
+  test('a ControlledTransaction after commit(), after rollback(), and its savepoint handle', async () => {
+    const committed = await db.startTransaction().execute()
+    const sp = await committed.savepoint('sp').execute()
+    await publish(outbox, sp, { topic: 'controlled', payload: 1 })
+    await sp.releaseSavepoint('sp').execute()
+    await committed.commit().execute()
+    expect(await count(`topic = 'controlled'`)).toBe(1)
+    await expectRefused(committed, /a ControlledTransaction that was already committed/)
+    await expectRefused(sp, /a ControlledTransaction that was already committed/)
+
+    const rolledBack = await db.startTransaction().execute()
+    await rolledBack.rollback().execute()
+    await expectRefused(rolledBack, /a ControlledTransaction that was already rolled back/)
+  })
+
+  test('a ControlledTransaction whose commit() runs while publish is on its way', async () => {
+    const trx = await db.startTransaction().execute()
+    const pending = publish(outbox, trx, { topic: 'racing-commit', payload: 1 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    await trx.commit().execute()
+    expect(isOutboxError(await pending, 'NOT_IN_TRANSACTION'), String(await pending)).toBe(true)
+    expect(await count(`topic = 'racing-commit'`)).toBe(0)
+  })
+
+  test('a ControlledTransaction whose commit failed is rolled back', async () => {
+    const trx = await db.startTransaction().execute()
+    await sql`select 1/0`.execute(trx).catch(() => {})
+    await expect(trx.commit().execute()).rejects.toThrow()
+    expect(trx.isRolledBack).toBe(true)
+    await expectRefused(trx, /already rolled back/)
+  })
+})
+
+describe('a transaction that failed', () => {
+  test('is refused with NOT_IN_TRANSACTION and writes nothing (callback and controlled)', async () => {
+    await db
+      .transaction()
+      .execute(async (trx) => {
+        await sql`select 1/0`.execute(trx).catch(() => {})
+        const err = await publish(outbox, trx, { topic: 'failed', payload: 1 }).catch((e: unknown) => e)
+        expect(isOutboxError(err, 'NOT_IN_TRANSACTION'), String(err)).toBe(true)
+        expect((err as Error).message).toMatch(/a transaction that failed .* Roll it back/)
+      })
+      .catch(() => {})
+    const ctl: ControlledTransaction<any> = await db.startTransaction().execute()
+    await sql`select 1/0`.execute(ctl).catch(() => {})
+    const err = await publishMany(outbox, ctl, [{ topic: 'failed', payload: 1 }]).catch((e: unknown) => e)
+    expect(isOutboxError(err, 'NOT_IN_TRANSACTION'), String(err)).toBe(true)
+    await ctl.rollback().execute()
+    expect(await count(`topic = 'failed'`)).toBe(0)
+  })
+})
+
+describe('what is accepted', () => {
+  test('plugins on the transaction do not change what publish reads or writes', async () => {
+    const camel = db.withPlugin(new CamelCasePlugin()).withSchema('public')
+    const first = await camel
+      .transaction()
+      .execute((trx) =>
+        publish(outbox, trx, { topic: 'plugins', payload: { someField: 1 }, dedupKey: 'plugins-1' }),
+      )
+    // Without withoutPlugins(), CamelCasePlugin would rename dedup_key and the existing id would be lost.
+    const second = await camel
+      .transaction()
+      .execute((trx) => publishMany(outbox, trx, [{ topic: 'plugins', payload: 2, dedupKey: 'plugins-1' }]))
+    expect(first.published).toBe(true)
+    expect(second).toEqual([{ id: first.id, published: false }])
+    const [row] = await inspector.query(`SELECT payload::text AS p FROM ${table} WHERE id = $1`, [first.id])
+    expect(JSON.parse(row!.p as string)).toEqual({ someField: 1 })
+  })
+
+  test('publish costs one statement on the transaction connection', async () => {
+    await db.transaction().execute(async (trx) => {
+      sent.length = 0
+      await publishMany(outbox, trx, [
+        { topic: 'round-trip', payload: 1 },
+        { topic: 'round-trip', payload: 2 },
+      ])
+      expect(sent).toHaveLength(1)
+      expect(sent[0]).toContain(table)
+    })
+    expect(await count(`topic = 'round-trip'`)).toBe(2)
+  })
+
+  test('a savepoint handle rolled back removes its message; the outer commit keeps the rest', async () => {
+    const trx = await db.startTransaction().execute()
+    const outer = await publish(outbox, trx, { topic: 'savepoint', payload: 'outer' })
+    const sp1 = await trx.savepoint('sp1').execute()
+    const inner = await publish(outbox, sp1, { topic: 'savepoint', payload: 'inner' })
+    const after = await sp1.rollbackToSavepoint('sp1').execute()
+    const kept = await publish(outbox, after, { topic: 'savepoint', payload: 'kept' })
+    await trx.commit().execute()
+    const ids = (await inspector.query(`SELECT id::text AS id FROM ${table} WHERE topic = 'savepoint'`)).map(
+      (r) => r.id,
+    )
+    expect(ids.sort()).toEqual([outer.id, kept.id].sort())
+    expect(ids).not.toContain(inner.id)
+  })
+})
+
+describe('errors from the database', () => {
+  test('statement_timeout surfaces as OutboxError TIMEOUT, and the transaction rolls back', async () => {
+    // A concurrent, uncommitted publish with the same dedupKey makes ours wait on its row lock.
+    const holder = await db.startTransaction().execute()
+    await publish(outbox, holder, { topic: 'timeout', payload: 'holder', dedupKey: 'timeout-1' })
+    try {
+      const err = await db
+        .transaction()
+        .execute(async (trx) => {
+          await sql`SET LOCAL statement_timeout = '200ms'`.execute(trx)
+          await publish(outbox, trx, { topic: 'timeout', payload: 'waiter', dedupKey: 'timeout-1' })
+        })
+        .catch((e: unknown) => e)
+      expect(isOutboxError(err, 'TIMEOUT'), String(err)).toBe(true)
+      expect((err as Error).message).toMatch(/^\[outboxkit\] \[kysely\] publish to .* timed out/)
+    } finally {
+      await holder.rollback().execute()
+    }
+    expect(await count(`topic = 'timeout'`)).toBe(0)
+  })
+})
