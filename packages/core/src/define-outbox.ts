@@ -38,7 +38,7 @@ export interface DefineOutboxOptions<TTopics extends TopicSchemas | undefined = 
    * Whether the publish statement queues a NOTIFY wake-up for relays (in the same statement and
    * transaction, so it costs no round trip). Default `true`. Turn it off when relays poll often
    * enough, or when many producers commit concurrently: PostgreSQL serialises the commits of
-   * transactions that queued a NOTIFY (see docs/performance.md).
+   * transactions that queued a NOTIFY (see docs/how-it-works.md, "The cost of NOTIFY").
    */
   notify?: boolean
 }

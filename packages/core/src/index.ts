@@ -40,7 +40,7 @@ export {
   type PublishResult,
   prepareMessages,
 } from './message.js'
-export { createPostgresBackend, type PostgresExecutor } from './postgres-backend.js'
+export { createPostgresBackend, type PostgresExecutor, statementName } from './postgres-backend.js'
 export {
   type PostgresPublishStatement,
   postgresPublishStatement,

@@ -35,6 +35,25 @@ export interface PostgresExecutor {
   close(): Promise<void>
 }
 
+const names = new Map<string, string>()
+/**
+ * A prepared-statement name unique to the statement text (FNV-1a hash), so that outboxes on
+ * different tables sharing one connection never reuse a name for another statement.
+ */
+export function statementName(base: string, text: string): string {
+  let name = names.get(text)
+  if (!name) {
+    let h = 0x811c9dc5
+    for (let i = 0; i < text.length; i++) {
+      h ^= text.charCodeAt(i)
+      h = Math.imul(h, 0x01000193)
+    }
+    name = `${base}_${(h >>> 0).toString(36)}`
+    names.set(text, name)
+  }
+  return name
+}
+
 function rowsAffected(rows: Record<string, unknown>[]): number {
   const n = rows[0]?.n
   return typeof n === 'number' ? n : Number(n ?? 0)
@@ -47,9 +66,9 @@ function rowsAffected(rows: Record<string, unknown>[]): number {
  */
 export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend {
   const source = executor.name
-  async function run(what: string, text: string, params: readonly unknown[], name?: string) {
+  async function run(what: string, text: string, params: readonly unknown[], base?: string) {
     try {
-      return await executor.query(text, params, name)
+      return await executor.query(text, params, base === undefined ? undefined : statementName(base, text))
     } catch (err) {
       throw toOutboxError(err, source, what)
     }

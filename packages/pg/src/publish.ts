@@ -58,22 +58,6 @@ function checkClient(handle: unknown): PgTransactionClient {
   return h as PgTransactionClient
 }
 
-const names = new Map<string, string>()
-/** A prepared-statement name unique to the statement text (FNV-1a), so two tables never collide. */
-export function statementName(statement: PostgresPublishStatement): string {
-  let name = names.get(statement.text)
-  if (!name) {
-    let h = 0x811c9dc5
-    for (let i = 0; i < statement.text.length; i++) {
-      h ^= statement.text.charCodeAt(i)
-      h = Math.imul(h, 0x01000193)
-    }
-    name = `${statement.name}_${(h >>> 0).toString(36)}`
-    names.set(statement.text, name)
-  }
-  return name
-}
-
 /**
  * A query that checks the transaction status again at the moment pg sends it, after every query
  * queued before it on this client has finished. If the client is no longer inside a transaction
@@ -84,11 +68,8 @@ function transactionBoundQuery(
   statement: PostgresPublishStatement,
   callback: (err: Error | null, res?: pg.QueryResult) => void,
 ): pg.Query {
-  const query = new pg.Query({
-    text: statement.text,
-    values: statement.values,
-    name: statementName(statement),
-  } as pg.QueryConfig)
+  // Unnamed (no server-side prepared statement): works through PgBouncer in transaction mode.
+  const query = new pg.Query({ text: statement.text, values: statement.values } as pg.QueryConfig)
   const send = query.submit
   ;(query as unknown as { callback: typeof callback }).callback = callback
   // pg's client treats an Error returned from submit() as the query's failure and sends nothing.
