@@ -14,8 +14,10 @@ export default defineConfig({
   resolve: { alias },
   test: {
     include: ['packages/*/test/**/*.test.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // Generous bounds: they only matter when something hangs, and a loaded 2-core machine can take
+    // many seconds to start an embedded PGlite. Tests wait on events, never on these.
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
     // Test files share one PostgreSQL server; each file uses its own table names.
     fileParallelism: true,
     maxWorkers: 2,
