@@ -1,0 +1,13 @@
+export {
+  createOutboxEntity,
+  type OutboxEntityOptions,
+  type OutboxMessageRow,
+  type OutboxState,
+} from './outbox-entity.js'
+export {
+  createOutboxMigration,
+  type OutboxMigrationClass,
+  type OutboxMigrationOptions,
+} from './outbox-migration.js'
+export { publish, publishMany } from './publish.js'
+export type { TypeormTransaction } from './transaction-handle.js'

@@ -1,0 +1,283 @@
+import { serverInspector, testDatabaseUrl, uniqueTableName } from '@outboxkit/conformance'
+import { defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
+import { pgBackend } from '@outboxkit/pg'
+import { createOutboxEntity, publish, publishMany } from '@outboxkit/typeorm'
+import pg from 'pg'
+import { DataSource, type Logger } from 'typeorm'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+
+const inspector = serverInspector()
+const table = uniqueTableName('typeorm_signal')
+const outbox = defineOutbox({ table })
+const OutboxMessage = createOutboxEntity(outbox)
+const logged: string[] = []
+const logger: Logger = {
+  logQuery: (query) => void logged.push(query),
+  logQueryError: () => {},
+  logQuerySlow: () => {},
+  logSchemaBuild: () => {},
+  logMigration: () => {},
+  log: () => {},
+}
+const dataSource = new DataSource({
+  type: 'postgres',
+  url: testDatabaseUrl(),
+  entities: [OutboxMessage],
+  logger,
+})
+
+const count = async (topic: string) =>
+  Number((await inspector.query(`SELECT count(*)::int AS n FROM ${table} WHERE topic = $1`, [topic]))[0]!.n)
+
+/** The error `promise` rejects with (a handler is attached at once, so no rejection goes unhandled). */
+const settle = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (err: unknown) => err as Error & { code?: string },
+  )
+
+const expectRefused = (err: unknown, code = 'NOT_IN_TRANSACTION') => {
+  expect(isOutboxError(err), String(err)).toBe(true)
+  expect((err as { code: string }).code).toBe(code)
+  expect((err as Error).message).toContain('[outboxkit] [typeorm]')
+}
+
+beforeAll(async () => {
+  await dataSource.initialize()
+  const backend = pgBackend({ connectionString: testDatabaseUrl() })
+  await migrate(outbox, backend)
+  await backend.close()
+})
+afterAll(async () => {
+  await inspector.query(`DROP TABLE IF EXISTS ${table}`)
+  await inspector.close()
+  await dataSource.destroy()
+})
+
+describe('the transaction signal', () => {
+  test('a QueryRunner committed but not released runs queries in autocommit, and publish refuses it', async () => {
+    const qr = dataSource.createQueryRunner()
+    try {
+      await qr.startTransaction()
+      await qr.commitTransaction()
+      expect(qr.isReleased).toBe(false)
+      expect(qr.isTransactionActive).toBe(false)
+      const err = await settle(publish(outbox, qr, { topic: 'after-commit', payload: 1 }))
+      expectRefused(err)
+      expect(err!.message).toContain('a QueryRunner that has no open transaction')
+      expectRefused(await settle(publish(outbox, qr.manager, { topic: 'after-commit', payload: 1 })))
+      expect(await count('after-commit')).toBe(0)
+      // Why the flag check matters: TypeORM itself still runs a write on this runner, committed alone.
+      await qr.query(
+        `INSERT INTO ${table} (id, topic, payload) VALUES (gen_random_uuid(), 'after-commit', '1')`,
+      )
+      expect(await count('after-commit')).toBe(1)
+    } finally {
+      await qr.release()
+    }
+  })
+
+  test('a raw BEGIN is refused (TypeORM does not track it) although PostgreSQL is in a transaction', async () => {
+    const qr = dataSource.createQueryRunner()
+    try {
+      await qr.query('BEGIN')
+      expect(((await qr.connect()) as pg.PoolClient).getTransactionStatus()).toBe('T')
+      expectRefused(await settle(publish(outbox, qr, { topic: 'raw-begin', payload: 1 })))
+      await qr.query('COMMIT')
+      expect(await count('raw-begin')).toBe(0)
+    } finally {
+      await qr.release()
+    }
+  })
+
+  test('a raw COMMIT inside dataSource.transaction() is caught by pg status, not by TypeORM flags', async () => {
+    await dataSource.transaction(async (manager) => {
+      await manager.query('COMMIT')
+      expect(manager.queryRunner!.isTransactionActive).toBe(true)
+      const err = await settle(publish(outbox, manager, { topic: 'raw-commit', payload: 1 }))
+      expectRefused(err)
+      expect(err!.message).toContain('PostgreSQL reports it idle')
+      await manager.query('BEGIN') // so TypeORM's own COMMIT has a transaction to end
+    })
+    expect(await count('raw-commit')).toBe(0)
+  })
+
+  test('a failed transaction is refused before anything is sent', async () => {
+    const err = await settle(
+      dataSource.transaction(async (manager) => {
+        await manager.query('SELECT 1/0').catch(() => {})
+        await publish(outbox, manager, { topic: 'failed', payload: 1 })
+      }),
+    )
+    expectRefused(err)
+    expect(err!.message).toContain('transaction failed')
+  })
+
+  test('a publish queued behind a COMMIT is refused at the moment pg would send it, and writes nothing', async () => {
+    const qr = dataSource.createQueryRunner()
+    try {
+      await qr.startTransaction()
+      const client = (await qr.connect()) as pg.PoolClient
+      // Queued first, answered only after I/O: publish's own checks still see TypeORM's flags set
+      // and status 'T', so only the check at send time can see that the COMMIT ran before it.
+      const commit = client.query('COMMIT')
+      const err = await settle(publish(outbox, qr, { topic: 'behind-commit', payload: 1 }))
+      await commit
+      expectRefused(err)
+      expect(err!.message).toContain('PostgreSQL reports it idle')
+      expect(await count('behind-commit')).toBe(0)
+      await qr.rollbackTransaction() // TypeORM still thinks its transaction is open
+    } finally {
+      await qr.release()
+    }
+  })
+
+  test('a publish not awaited before the transaction ends never outlives it', async () => {
+    let pending!: Promise<Error | undefined>
+    await settle(
+      dataSource.transaction(async (manager) => {
+        pending = settle(publishMany(outbox, manager, [{ topic: 'not-awaited-rb', payload: 1 }]))
+        throw new Error('roll back')
+      }),
+    )
+    const rolledBack = await pending
+    if (rolledBack) expectRefused(rolledBack)
+    expect(await count('not-awaited-rb')).toBe(0)
+    await dataSource.transaction(async (manager) => {
+      pending = settle(publish(outbox, manager, { topic: 'not-awaited', payload: 1 }))
+    })
+    const committed = await pending
+    // Either it was queued before TypeORM's COMMIT (and committed with it) or refused: never alone.
+    if (committed) expectRefused(committed)
+    expect(await count('not-awaited')).toBe(committed ? 0 : 1)
+  })
+
+  test("the server's statement_timeout fails the publish with TIMEOUT", async () => {
+    const holder = dataSource.createQueryRunner()
+    try {
+      // An uncommitted row with the same dedupKey makes the publish wait on its unique index.
+      await holder.startTransaction()
+      await publish(outbox, holder, { topic: 'timeout', payload: 1, dedupKey: 'held' })
+      const err = await settle(
+        dataSource.transaction(async (manager) => {
+          await manager.query(`SET LOCAL statement_timeout = '200ms'`)
+          await publish(outbox, manager, { topic: 'timeout', payload: 2, dedupKey: 'held' })
+        }),
+      )
+      expectRefused(err, 'TIMEOUT')
+    } finally {
+      await holder.rollbackTransaction()
+      await holder.release()
+    }
+    expect(await count('timeout')).toBe(0)
+  })
+
+  test('a Repository is refused with a hint to pass its manager', async () => {
+    await dataSource.transaction(async (manager) => {
+      const err = await settle(
+        publish(outbox, manager.getRepository(OutboxMessage) as never, { topic: 'repo', payload: 1 }),
+      )
+      expectRefused(err)
+      expect(err!.message).toContain('Repository')
+      expect(err!.message).toContain('pass the transaction manager itself')
+    })
+    expect(await count('repo')).toBe(0)
+  })
+
+  test("TypeORM's logger sees the publish statement, the only one publish sends", async () => {
+    logged.length = 0
+    await dataSource.transaction((manager) => publish(outbox, manager, { topic: 'logged', payload: 1 }))
+    // One statement per publish, between TypeORM's own START TRANSACTION and COMMIT.
+    expect(logged).toHaveLength(3)
+    expect(logged[0]).toBe('START TRANSACTION')
+    expect(logged[1]).toContain(`INSERT INTO "${table}"`)
+    expect(logged[2]).toBe('COMMIT')
+  })
+
+  test('a nested manager.transaction() is a savepoint: the inner rollback removes only its message', async () => {
+    const ids = await dataSource.transaction(async (manager) => {
+      const outer = await publish(outbox, manager, { topic: 'nested', payload: 'outer' })
+      let inner = ''
+      await settle(
+        manager.transaction(async (nested) => {
+          expect(nested.queryRunner).toBe(manager.queryRunner)
+          inner = (await publish(outbox, nested, { topic: 'nested', payload: 'inner' })).id
+          throw new Error('inner')
+        }),
+      )
+      const after = await publish(outbox, manager, { topic: 'nested', payload: 'after' })
+      return [outer.id, inner, after.id]
+    })
+    const rows = await inspector.query<{ id: string }>(
+      `SELECT id::text AS id FROM ${table} WHERE topic = 'nested' ORDER BY id`,
+    )
+    expect(rows.map((r) => r.id)).toEqual([ids[0], ids[2]])
+  })
+})
+
+describe('drivers', () => {
+  test('a DataSource of another driver is refused with INVALID_CONFIG, whatever its state', async () => {
+    const mysql = new DataSource({ type: 'mysql' })
+    for (const handle of [mysql.manager, mysql.createQueryRunner(), mysql.createQueryRunner().manager]) {
+      const err = await settle(publish(outbox, handle, { topic: 'mysql', payload: 1 }))
+      expectRefused(err, 'INVALID_CONFIG')
+      expect(err!.message).toContain(`'postgres' driver only`)
+      expect(err!.message).toContain('"mysql"')
+    }
+  })
+
+  test('with a pg client that cannot report its transaction status, TypeORM flags alone decide', async () => {
+    class StatuslessClient extends pg.Client {
+      constructor(config?: string | pg.ClientConfig) {
+        super(config)
+        Object.defineProperty(this, 'getTransactionStatus', { value: undefined })
+      }
+    }
+    class StatuslessPool extends pg.Pool {
+      constructor(config?: pg.PoolConfig) {
+        super({ ...config, Client: StatuslessClient })
+      }
+    }
+    const legacy = new DataSource({
+      type: 'postgres',
+      url: testDatabaseUrl(),
+      driver: { ...pg, Pool: StatuslessPool },
+    })
+    await legacy.initialize()
+    try {
+      const { id } = await legacy.transaction(async (manager) => {
+        expect(
+          ((await manager.queryRunner!.connect()) as { getTransactionStatus?: unknown }).getTransactionStatus,
+        ).toBeUndefined()
+        return publish(outbox, manager, { topic: 'statusless', payload: { ok: true } })
+      })
+      await settle(
+        legacy.transaction(async (manager) => {
+          await publish(outbox, manager, { topic: 'statusless', payload: 'rolled back' })
+          throw new Error('roll back')
+        }),
+      )
+      const rows = await inspector.query<{ id: string }>(
+        `SELECT id::text AS id FROM ${table} WHERE topic = 'statusless'`,
+      )
+      expect(rows.map((r) => r.id)).toEqual([id])
+      // A failed transaction is only seen when PostgreSQL answers 25P02; it is still NOT_IN_TRANSACTION.
+      const err = await settle(
+        legacy.transaction(async (manager) => {
+          await manager.query('SELECT 1/0').catch(() => {})
+          await publish(outbox, manager, { topic: 'statusless', payload: 'failed' })
+        }),
+      )
+      expectRefused(err)
+      expect(err!.message).toContain('transaction failed')
+      const qr = legacy.createQueryRunner()
+      await qr.startTransaction()
+      await qr.commitTransaction()
+      expectRefused(await settle(publish(outbox, qr, { topic: 'statusless', payload: 'escaped' })))
+      await qr.release()
+      expect(await count('statusless')).toBe(1)
+    } finally {
+      await legacy.destroy()
+    }
+  })
+})
