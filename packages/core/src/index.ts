@@ -75,7 +75,9 @@ export {
   resolveRetryPolicy,
 } from './retry.js'
 export {
+  type OutboxIndexNames,
   outboxDdl,
+  outboxIndexNames,
   type PostgresStatements,
   postgresStatements,
   qualifiedTable,

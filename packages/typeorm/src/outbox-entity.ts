@@ -1,6 +1,6 @@
-import type { Outbox } from '@outboxkit/core'
+import { type Outbox, outboxIndexNames } from '@outboxkit/core'
 import { EntitySchema } from 'typeorm'
-import { outboxIndexName, outboxTableRef, postgresObjectName } from './outbox-table.js'
+import { outboxTableRef, postgresObjectName } from './outbox-table.js'
 
 /** The states an outbox row moves through. */
 export type OutboxState = 'pending' | 'processing' | 'delivered' | 'dead'
@@ -99,12 +99,12 @@ export function createOutboxEntity<TPayload = unknown>(
     ],
     indices: [
       {
-        name: outboxIndexName(table, 'due_idx'),
+        name: outboxIndexNames(table).due,
         columns: ['availableAt', 'id'],
         where: `state IN ('pending', 'processing')`,
       },
       {
-        name: outboxIndexName(table, 'dedup_key_idx'),
+        name: outboxIndexNames(table).dedupKey,
         columns: ['dedupKey'],
         unique: true,
         where: 'dedup_key IS NOT NULL',

@@ -27,8 +27,3 @@ export function postgresObjectName(name1: string, name2: string | null, label: s
   }
   return `${name1.slice(0, n1)}${name2 === null ? '' : `_${name2.slice(0, n2)}`}_${label}`
 }
-
-/** The index names core's DDL uses (`outboxDdl`): `<table>_<suffix>`, the table trimmed to fit 63 bytes. */
-export function outboxIndexName(table: TableRef, suffix: string): string {
-  return `${table.name.slice(0, 63 - suffix.length - 1)}_${suffix}`
-}

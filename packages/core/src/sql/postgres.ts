@@ -10,9 +10,22 @@ export function qualifiedTable(table: TableRef): string {
   return table.schema ? `${quoteIdent(table.schema)}.${quoteIdent(table.name)}` : quoteIdent(table.name)
 }
 
-function indexName(table: TableRef, suffix: string): string {
-  // Keep derived names under PostgreSQL's 63-byte limit so two indexes never truncate to one name.
-  return quoteIdent(`${table.name.slice(0, 63 - suffix.length - 1)}_${suffix}`)
+/** The names of the outbox table's indexes, as `migrate` and {@link outboxDdl} create them. */
+export interface OutboxIndexNames {
+  /** Partial index on `(available_at, id)` for pending and processing rows: serves the claim. */
+  readonly due: string
+  /** Partial unique index on `dedup_key`: backs producer-side deduplication. */
+  readonly dedupKey: string
+}
+
+/**
+ * The index names of an outbox table (unquoted), for ORM schema definitions that must match
+ * core's DDL. Derived names stay under PostgreSQL's 63-byte limit, so the two never truncate to
+ * one name.
+ */
+export function outboxIndexNames(table: TableRef): OutboxIndexNames {
+  const derive = (suffix: string) => `${table.name.slice(0, 63 - suffix.length - 1)}_${suffix}`
+  return { due: derive('due_idx'), dedupKey: derive('dedup_key_idx') }
 }
 
 /** Every SQL statement outboxkit runs on PostgreSQL for one table. Parameters are positional. */
@@ -46,6 +59,7 @@ export function postgresStatements(table: TableRef): PostgresStatements {
   if (hit) return hit
   const t = qualifiedTable(table)
   const live = `state IN ('pending', 'processing')`
+  const indexes = outboxIndexNames(table)
   const ddl = [
     `CREATE TABLE IF NOT EXISTS ${t} (
   id uuid PRIMARY KEY,
@@ -60,8 +74,8 @@ export function postgresStatements(table: TableRef): PostgresStatements {
   dedup_key text,
   last_error text
 )`,
-    `CREATE INDEX IF NOT EXISTS ${indexName(table, 'due_idx')} ON ${t} (available_at, id) WHERE ${live}`,
-    `CREATE UNIQUE INDEX IF NOT EXISTS ${indexName(table, 'dedup_key_idx')} ON ${t} (dedup_key) WHERE dedup_key IS NOT NULL`,
+    `CREATE INDEX IF NOT EXISTS ${quoteIdent(indexes.due)} ON ${t} (available_at, id) WHERE ${live}`,
+    `CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(indexes.dedupKey)} ON ${t} (dedup_key) WHERE dedup_key IS NOT NULL`,
   ].join(';\n')
   const migrate = `SELECT pg_advisory_xact_lock(hashtext(${literal(`outboxkit:migrate:${cacheKey}`)}));\n${ddl}`
   const conflict = 'ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL DO NOTHING'
