@@ -1,0 +1,133 @@
+import { serverInspector, testDatabaseUrl, uniqueTableName, waitFor } from '@outboxkit/conformance'
+import { createRelay, type DeliveredMessage, defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
+import { postgresJsBackend, publish } from '@outboxkit/postgres-js'
+import postgres from 'postgres'
+import { afterAll, beforeAll, expect, test, vi } from 'vitest'
+
+const outbox = defineOutbox({ table: uniqueTableName('pjs_backend') })
+const inspector = serverInspector()
+let sql: postgres.Sql
+
+beforeAll(async () => {
+  sql = postgres(testDatabaseUrl(), { max: 4, onnotice: () => {} })
+  await migrate(outbox, postgresJsBackend(sql))
+})
+afterAll(async () => {
+  await inspector.query(`DROP TABLE IF EXISTS ${outbox.table.name}`)
+  await inspector.close()
+  await sql.end()
+})
+
+test('only the root sql of postgres() is accepted, and options are checked', async () => {
+  const invalid = (fn: () => unknown) => {
+    let err: unknown
+    try {
+      fn()
+    } catch (e) {
+      err = e
+    }
+    expect(isOutboxError(err, 'INVALID_CONFIG'), String(err)).toBe(true)
+    expect((err as Error).message).toMatch(/^\[outboxkit\] \[postgres-js\] /)
+    return (err as Error).message
+  }
+  await sql.begin(async (tx) => {
+    expect(invalid(() => postgresJsBackend(tx as never))).toMatch(/transaction sql/)
+  })
+  const reserved = await sql.reserve()
+  expect(invalid(() => postgresJsBackend(reserved as never))).toMatch(/reserved connection/)
+  reserved.release()
+  expect(invalid(() => postgresJsBackend(null as never))).toMatch(/got null/)
+  expect(invalid(() => postgresJsBackend({ connectionString: 'x' } as never))).toMatch(/\{ url/)
+  expect(invalid(() => postgresJsBackend(sql, { commandTimeoutMs: 0 }))).toMatch(/commandTimeoutMs/)
+  expect(invalid(() => postgresJsBackend({ url: testDatabaseUrl(), commandTimeoutMs: Number.NaN }))).toMatch(
+    /commandTimeoutMs/,
+  )
+})
+
+test('relay.stop() leaves your sql open; an owned sql is ended by close() and reopened on next use', async () => {
+  const got: DeliveredMessage[] = []
+  const relay = createRelay(outbox, {
+    backend: postgresJsBackend(sql),
+    pollIntervalMs: 50,
+    handlers: { 'own.yours': async (m: DeliveredMessage) => void got.push(m) },
+  })
+  await relay.start()
+  await sql.begin((tx) => publish(outbox, tx, { topic: 'own.yours', payload: 1 }))
+  await waitFor(() => got.length === 1, { what: 'a delivery' })
+  await relay.stop()
+  expect((await sql`SELECT 1 AS one`)[0]!.one).toBe(1)
+
+  const owned = postgresJsBackend({
+    url: testDatabaseUrl(),
+    connection: { application_name: 'outboxkit-owned-test' },
+  })
+  const claim = () =>
+    owned.claim({ table: outbox.table, topics: ['none'], limit: 1, leaseMs: 1_000, maxAttempts: 3 })
+  const connections = async () =>
+    Number(
+      (
+        await inspector.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'outboxkit-owned-test'`,
+        )
+      )[0]!.n,
+    )
+  await claim()
+  expect(await connections()).toBeGreaterThan(0)
+  await owned.close()
+  await waitFor(async () => (await connections()) === 0, { what: 'the owned connections to close' })
+  expect(await claim()).toEqual([])
+  await owned.close()
+})
+
+test('listen reconnects by itself: onError then onConnect after the connection is cut, wakes again, silent after close', async () => {
+  const backend = postgresJsBackend(sql, { commandTimeoutMs: 5_000 })
+  let wakes = 0
+  let connects = 0
+  const errors: unknown[] = []
+  const sub = await backend.listen!(outbox.channel, {
+    onWake: () => wakes++,
+    onError: (e) => errors.push(e),
+    onConnect: () => connects++,
+  })
+  expect(connects).toBe(1)
+  const notify = () => inspector.query(`SELECT pg_notify($1, '')`, [outbox.channel])
+  await notify()
+  await waitFor(() => wakes > 0, { what: 'a first wake-up' })
+  const cut = await inspector.query(
+    `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE query = $1`,
+    [`listen "${outbox.channel}"`],
+  )
+  expect(cut).toHaveLength(1)
+  await waitFor(() => connects === 2, { what: 'the re-LISTEN' })
+  expect(errors).toHaveLength(1)
+  expect(String((errors[0] as Error).message)).toMatch(/was cut/)
+  const before = wakes
+  await notify()
+  await waitFor(() => wakes > before, { what: 'a wake-up after the reconnection' })
+  await sub.close()
+  const closedAt = wakes
+  await notify()
+  // A NOTIFY sent after close must not wake: wait until a fresh listener saw this one and the next.
+  let probe = 0
+  const witness = await sql.listen(outbox.channel, () => probe++)
+  await notify()
+  await waitFor(() => probe > 0, { what: 'the witness listener' })
+  expect(wakes).toBe(closedAt)
+  await witness.unlisten()
+})
+
+test('migrate prints no NOTICE, even on a sql without onnotice', async () => {
+  const log = vi.spyOn(console, 'log').mockImplementation(() => {})
+  const quiet = postgres(testDatabaseUrl(), { max: 1 })
+  try {
+    await migrate(outbox, postgresJsBackend(quiet))
+    await migrate(outbox, postgresJsBackend(quiet))
+    const notices = log.mock.calls.filter((c) => JSON.stringify(c).includes('skipping'))
+    expect(notices).toEqual([])
+    // SET LOCAL lasted only for the script: the session keeps its own level.
+    expect((await quiet`SELECT current_setting('client_min_messages') AS v`)[0]!.v).toBe('notice')
+  } finally {
+    log.mockRestore()
+    await quiet.end()
+  }
+})
