@@ -40,10 +40,14 @@ export type Handler<TPayload = unknown, TTopic extends string = string> = (
   context: HandlerContext,
 ) => unknown
 
-/** Handlers by topic, typed from the outbox's schemas. */
-export type Handlers<O extends Outbox<any>> = {
-  [K in TopicName<O>]?: Handler<HandlerPayload<O, K>, K>
-}
+/**
+ * Handlers by topic, typed from the outbox's schemas. Without `topics`, any topic name is
+ * accepted and handlers receive `DeliveredMessage<unknown, string>`.
+ */
+export type Handlers<O extends Outbox<any>> =
+  string extends TopicName<O>
+    ? { [topic: string]: Handler<unknown, string> | undefined }
+    : { [K in TopicName<O>]?: Handler<HandlerPayload<O, K>, K> }
 
 /** Options of {@link createRelay}. */
 export interface RelayOptions<O extends Outbox<any>> {
@@ -141,6 +145,8 @@ interface InFlight {
   leaseTimer?: ReturnType<typeof setTimeout>
   /** Given up (lease expired or stop): never settled, slot already released. */
   abandoned: boolean
+  /** The handler finished and its outcome is queued or being written: never abort it. */
+  settling: boolean
   done: boolean
 }
 
@@ -366,6 +372,7 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
       controller: new AbortController(),
       startedAt: Date.now(),
       abandoned: false,
+      settling: false,
       done: false,
     }
     entries.add(entry)
@@ -488,6 +495,7 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
   }
 
   function enqueue(entry: InFlight, settlement: Settlement, emit: (settled: boolean) => void) {
+    entry.settling = true
     if (entry.leaseTimer) {
       clearTimeout(entry.leaseTimer)
       entry.leaseTimer = undefined
@@ -615,8 +623,7 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
         await Promise.race([whenIdle(), new Promise<void>((r) => (graceTimer = setTimeout(r, graceMs)))])
         if (graceTimer) clearTimeout(graceTimer)
         for (const entry of [...entries]) {
-          if (!settleQueue.some((p) => p.entry === entry))
-            abandon(entry, 'the relay is stopping and the grace period ended')
+          if (!entry.settling) abandon(entry, 'the relay is stopping and the grace period ended')
         }
         // Give queued settles a last, bounded chance; anything left is re-delivered after its lease.
         if (settleQueue.length > 0 || flushing) {
