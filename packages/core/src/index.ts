@@ -42,6 +42,8 @@ export {
 } from './message.js'
 export { createPostgresBackend, type PostgresExecutor, statementName } from './postgres-backend.js'
 export {
+  isPostgresPublishRefused,
+  type PostgresPublishOptions,
   type PostgresPublishStatement,
   postgresPublishStatement,
   readPostgresPublishResult,
@@ -78,6 +80,8 @@ export {
   type OutboxIndexNames,
   outboxDdl,
   outboxIndexNames,
+  POSTGRES_NOT_IN_TRANSACTION,
+  POSTGRES_TRANSACTION_MARKER,
   type PostgresStatements,
   postgresStatements,
   qualifiedTable,

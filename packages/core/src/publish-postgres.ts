@@ -1,6 +1,11 @@
 import type { Outbox } from './define-outbox.js'
 import type { PreparedMessage, PublishResult } from './message.js'
-import { postgresStatements } from './sql/postgres.js'
+import {
+  POSTGRES_NOT_IN_TRANSACTION,
+  type POSTGRES_TRANSACTION_MARKER,
+  type PostgresStatements,
+  postgresStatements,
+} from './sql/postgres.js'
 
 /** A ready-to-run publish statement for PostgreSQL adapters. */
 export interface PostgresPublishStatement {
@@ -12,6 +17,15 @@ export interface PostgresPublishStatement {
   readonly name: string
 }
 
+/** Options of {@link postgresPublishStatement}. */
+export interface PostgresPublishOptions {
+  /**
+   * Use the guarded form: it writes only while {@link POSTGRES_TRANSACTION_MARKER}, sent on the
+   * same connection right before, is still in force (see {@link PostgresStatements.publishOneGuarded}).
+   */
+  guarded?: boolean
+}
+
 /**
  * The one statement that writes `messages` and (when `outbox.notify`) queues the relay's wake-up
  * inside the caller's transaction: one round trip for any number of messages.
@@ -19,15 +33,17 @@ export interface PostgresPublishStatement {
 export function postgresPublishStatement(
   outbox: Outbox,
   messages: readonly PreparedMessage[],
+  options: PostgresPublishOptions = {},
 ): PostgresPublishStatement {
   const sql = postgresStatements(outbox.table)
+  const guarded = options.guarded === true
   const channel = outbox.notify ? outbox.channel : ''
   if (messages.length === 1) {
     const m = messages[0]!
     return {
-      text: sql.publishOne,
+      text: guarded ? sql.publishOneGuarded : sql.publishOne,
       values: [m.id, m.topic, m.key, m.payload, m.headers, m.delayMs, m.dedupKey, channel],
-      name: 'outboxkit_publish_one',
+      name: guarded ? 'outboxkit_publish_one_guarded' : 'outboxkit_publish_one',
     }
   }
   const n = messages.length
@@ -42,7 +58,11 @@ export function postgresPublishStatement(
     cols[5]!.push(m.delayMs)
     cols[6]!.push(m.dedupKey)
   }
-  return { text: sql.publishMany, values: [...cols, channel], name: 'outboxkit_publish_many' }
+  return {
+    text: guarded ? sql.publishManyGuarded : sql.publishMany,
+    values: [...cols, channel],
+    name: guarded ? 'outboxkit_publish_many_guarded' : 'outboxkit_publish_many',
+  }
 }
 
 /**
@@ -70,4 +90,11 @@ export function readPostgresPublishResult(
     const other = m.dedupKey === null ? undefined : (existing.get(m.dedupKey) ?? firstByDedup.get(m.dedupKey))
     return { id: other ?? m.id, published: false }
   })
+}
+
+/** True when the rows of a guarded publish statement say it ran outside the marked transaction (nothing was written). */
+export function isPostgresPublishRefused(rows: readonly Record<string, unknown>[]): boolean {
+  return rows.some(
+    (r) => r.dedup_key === POSTGRES_NOT_IN_TRANSACTION && (r.id === null || r.id === undefined),
+  )
 }

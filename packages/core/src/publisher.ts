@@ -8,6 +8,7 @@ import {
   prepareMessages,
 } from './message.js'
 import {
+  isPostgresPublishRefused,
   type PostgresPublishStatement,
   postgresPublishStatement,
   readPostgresPublishResult,
@@ -24,6 +25,12 @@ export interface PostgresPublisherSpec<TTx> {
   checkTransaction(handle: unknown): TTx | Promise<TTx>
   /** Runs the statement on the transaction's own connection and returns the result rows. */
   execute(handle: TTx, statement: PostgresPublishStatement): Promise<readonly Record<string, unknown>[]>
+  /**
+   * The adapter sends `POSTGRES_TRANSACTION_MARKER` on the same connection right before the
+   * statement (pipelined where the driver can), and wants the guarded statement, which writes
+   * nothing unless the marker's transaction is still open. `refuse` builds the error then.
+   */
+  guarded?: { refuse(): Error }
 }
 
 /** The `publish` function every adapter exports. */
@@ -50,13 +57,14 @@ export function createPostgresPublisher<TTx>(spec: PostgresPublisherSpec<TTx>): 
 } {
   const { name } = spec
   async function write(outbox: Outbox, tx: TTx, prepared: PreparedMessage[]): Promise<PublishResult[]> {
-    const statement = postgresPublishStatement(outbox, prepared)
+    const statement = postgresPublishStatement(outbox, prepared, { guarded: spec.guarded !== undefined })
     let rows: readonly Record<string, unknown>[]
     try {
       rows = await spec.execute(tx, statement)
     } catch (err) {
       throw toOutboxError(err, name, `publish to ${outbox.table.display}`)
     }
+    if (spec.guarded && isPostgresPublishRefused(rows)) throw spec.guarded.refuse()
     return readPostgresPublishResult(prepared, rows)
   }
   const publish: PublishFn<TTx> = async (outbox, tx, message) => {

@@ -1,13 +1,35 @@
-import { createPostgresPublisher } from '@outboxkit/core'
+import { createPostgresPublisher, POSTGRES_TRANSACTION_MARKER, toOutboxError } from '@outboxkit/core'
 import { snakeCaseRows } from './rows.js'
 import { runStatement } from './statement.js'
-import { ADAPTER, checkTransaction, type PostgresJsTransaction } from './transaction.js'
+import { ADAPTER, checkTransaction, type PostgresJsTransaction, refuse } from './transaction.js'
+
+const ENDED =
+  'a transaction sql whose transaction already committed or rolled back (postgres.js would run the statement in autocommit)'
 
 const publisher = createPostgresPublisher<PostgresJsTransaction>({
   name: ADAPTER,
   checkTransaction,
+  guarded: { refuse: () => refuse(ENDED) },
   async execute(tx, statement) {
-    return snakeCaseRows(await runStatement(tx, statement.text, statement.values))
+    // Both are queued at once, so postgres.js pipelines them on the transaction's connection: the
+    // marker sets a transaction-local flag and the guarded INSERT writes only if it still sees it,
+    // i.e. only if both ran in the same open transaction. Nothing else can end the transaction
+    // between them unnoticed: a COMMIT slipped in between resets the flag.
+    const [marker, insert] = await Promise.allSettled([
+      tx.unsafe(POSTGRES_TRANSACTION_MARKER).simple(),
+      runStatement(tx, statement.text, statement.values),
+    ])
+    for (const result of [marker, insert]) {
+      if (result.status === 'rejected' && (result.reason as { code?: unknown } | null)?.code === '25P02') {
+        throw refuse(
+          'a transaction that failed (an earlier statement raised an error, SQLSTATE 25P02); it can only roll back',
+        )
+      }
+    }
+    if (marker.status === 'rejected')
+      throw toOutboxError(marker.reason, ADAPTER, 'the transaction marker of publish')
+    if (insert.status === 'rejected') throw insert.reason
+    return snakeCaseRows(insert.value)
   },
 })
 
@@ -15,16 +37,13 @@ const publisher = createPostgresPublisher<PostgresJsTransaction>({
  * Publishes one message inside a postgres.js transaction: the INSERT (and the relay's NOTIFY
  * wake-up) run as one statement on `tx`, so the message commits or rolls back with it.
  *
- * Cost: two round trips on the transaction's connection, one after the other. The first is the
- * transaction check (`SAVEPOINT outboxkit_probe; RELEASE SAVEPOINT outboxkit_probe`): postgres.js
- * exposes no transaction state, and a `tx` kept after its transaction ended still runs queries, in
- * autocommit, so only the database can tell. The second is the INSERT (a prepared statement after
- * its first use on a connection). The check cannot share the INSERT's round trip: postgres.js
- * ends every statement with its own Sync, so a pipelined INSERT would run even when the check
- * fails.
- *
- * Always `await` it inside the callback: a publish still running when the callback returns may
- * have its INSERT sent after postgres.js' COMMIT, in autocommit.
+ * Cost: one round trip. postgres.js exposes no transaction state, and a `tx` kept after its
+ * transaction ended still runs queries, in autocommit, so the database decides: publish pipelines
+ * a transaction-local marker (`set_config('outboxkit.in_tx', 'on', true)`) with a guarded INSERT
+ * that writes only while the marker is still set. In autocommit the marker is gone when its own
+ * statement ends, so the INSERT writes nothing and publish throws `NOT_IN_TRANSACTION`; a COMMIT
+ * that slips in between (a publish not awaited before the callback returns) is caught the same way.
+ * The INSERT is a prepared statement: its first use on a connection costs one more round trip.
  *
  * @example
  * ```ts
@@ -42,7 +61,7 @@ export const publish = publisher.publish
 
 /**
  * Publishes several messages inside a postgres.js transaction in one statement, all or nothing,
- * results in the order of `messages`. Same check, cost (two round trips for the whole batch) and
+ * results in the order of `messages`. Same check, cost (one round trip for the whole batch) and
  * errors as {@link publish}.
  *
  * @example

@@ -1,4 +1,4 @@
-import { describe, OutboxError, toOutboxError } from '@outboxkit/core'
+import { describe, OutboxError } from '@outboxkit/core'
 import type postgres from 'postgres'
 
 /**
@@ -9,14 +9,6 @@ export type PostgresJsTransaction = postgres.TransactionSql<any>
 
 /** The adapter name in error messages: `[outboxkit] [postgres-js] ...`. */
 export const ADAPTER = 'postgres-js'
-
-/**
- * The probe: a savepoint that is released at once. PostgreSQL refuses SAVEPOINT outside a
- * transaction block (SQLSTATE 25P01), also inside a multi-statement query in autocommit, and
- * refuses everything in a failed transaction (25P02). Inside an open transaction it writes
- * nothing and takes no transaction id.
- */
-const PROBE = 'SAVEPOINT outboxkit_probe; RELEASE SAVEPOINT outboxkit_probe'
 
 const HOW =
   'Call it inside sql.begin(async (tx) => { ...; await publish(outbox, tx, message) }) (or tx.savepoint(...)), with the tx of that callback, and await it before the callback returns.'
@@ -39,8 +31,16 @@ type Shape = {
   transaction?: unknown
 }
 
-/** Refuses every handle whose postgres.js API says it is not a transaction `sql`. Free: no SQL. */
-function checkShape(handle: unknown): PostgresJsTransaction {
+/**
+ * Returns `handle` as a postgres.js transaction `sql`, or throws `OutboxError('NOT_IN_TRANSACTION')`
+ * when its postgres.js API says it is not one: only a `TransactionSql` has `savepoint` and no
+ * `begin` (the root `sql`) or `release` (`sql.reserve()`). Free: no SQL.
+ *
+ * The shape cannot tell a live transaction from one that already ended (postgres.js then runs
+ * queries in autocommit on the same connection): the guarded publish statement settles that in
+ * the database, at no extra round trip (see `publish`).
+ */
+export function checkTransaction(handle: unknown): PostgresJsTransaction {
   if (typeof handle !== 'function') {
     const o = handle as Shape | null | undefined
     if (
@@ -69,37 +69,4 @@ function checkShape(handle: unknown): PostgresJsTransaction {
     throw refuse('a function that is not a postgres.js transaction sql')
   }
   return h as unknown as PostgresJsTransaction
-}
-
-/**
- * Returns `handle` as an open postgres.js transaction, or throws `OutboxError('NOT_IN_TRANSACTION')`.
- *
- * 1. Shape, no SQL: only a `TransactionSql` has `savepoint` and no `begin` (root `sql`) or
- *    `release` (`sql.reserve()`).
- * 2. One round trip, on the transaction's own connection: a savepoint released at once. postgres.js
- *    keeps no state of its own to tell a live transaction `sql` from one whose transaction already
- *    committed or rolled back (it then runs queries in autocommit on the same connection), so the
- *    database is asked. Fails with 25P01 when no transaction is open, 25P02 when it failed.
- *
- * Nothing is written either way.
- */
-export async function checkTransaction(handle: unknown): Promise<PostgresJsTransaction> {
-  const tx = checkShape(handle)
-  try {
-    await tx.unsafe(PROBE).simple()
-  } catch (err) {
-    const code = (err as { code?: unknown } | null)?.code
-    if (code === '25P01') {
-      throw refuse(
-        'a transaction sql whose transaction already committed or rolled back (postgres.js would run the statement in autocommit)',
-      )
-    }
-    if (code === '25P02') {
-      throw refuse(
-        'a transaction that failed (an earlier statement raised an error, SQLSTATE 25P02); it can only roll back',
-      )
-    }
-    throw toOutboxError(err, ADAPTER, 'the transaction check of publish')
-  }
-  return tx
 }

@@ -1,5 +1,5 @@
 import { serverInspector, testDatabaseUrl, uniqueTableName } from '@outboxkit/conformance'
-import { defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
+import { defineOutbox, isOutboxError, migrate, POSTGRES_TRANSACTION_MARKER } from '@outboxkit/core'
 import { type PostgresJsTransaction, postgresJsBackend, publish, publishMany } from '@outboxkit/postgres-js'
 import postgres from 'postgres'
 import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest'
@@ -75,13 +75,14 @@ test('other handles are refused and named', async () => {
   expect(sent).toEqual([])
 })
 
-test('in an open transaction publish sends two statements: the probe, then the INSERT', async () => {
+test('in an open transaction publish sends two pipelined statements: the marker, then the guarded INSERT', async () => {
   await sql.begin(async (tx) => {
     sent.length = 0
     await publish(outbox, tx, { topic: 't', payload: 1 })
     expect(sent).toHaveLength(2)
-    expect(sent[0]).toBe('SAVEPOINT outboxkit_probe; RELEASE SAVEPOINT outboxkit_probe')
+    expect(sent[0]).toBe(POSTGRES_TRANSACTION_MARKER)
     expect(sent[1]).toMatch(/INSERT INTO/)
+    expect(sent[1]).toMatch(/current_setting\('outboxkit\.in_tx', true\)/)
     sent.length = 0
     await publishMany(outbox, tx, [
       { topic: 't', payload: 2 },

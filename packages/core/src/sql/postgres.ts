@@ -38,6 +38,14 @@ export interface PostgresStatements {
   readonly publishOne: string
   /** Publish many: $1..$7 arrays of the same, $8 channel. Rows: (id, dedup_key, inserted). */
   readonly publishMany: string
+  /**
+   * `publishOne` that writes (and wakes) only while {@link POSTGRES_TRANSACTION_MARKER}, sent
+   * just before on the same connection, is still in force; otherwise it writes nothing and returns
+   * one row whose `dedup_key` is {@link POSTGRES_NOT_IN_TRANSACTION}.
+   */
+  readonly publishOneGuarded: string
+  /** `publishMany`, guarded like {@link PostgresStatements.publishOneGuarded}. */
+  readonly publishManyGuarded: string
   /** $1 topics[], $2 limit, $3 lease ms, $4 max attempts. */
   readonly claim: string
   /** $1 ids[], $2 attempts[], $3 outcomes[], $4 delay ms[], $5 errors[], $6 keep delivered. */
@@ -49,6 +57,17 @@ export interface PostgresStatements {
   /** $1 ids[] or null, $2 topics[] or null. */
   readonly redrive: string
 }
+
+/**
+ * Marks the current transaction for a guarded publish statement. A transaction-local setting: in
+ * autocommit it is gone when its own statement ends, so a guarded INSERT sent after it only
+ * writes if both run in the same open transaction. Drivers that pipeline (postgres.js) send the
+ * two together, so a transaction check costs no extra round trip and cannot be raced by a COMMIT.
+ */
+export const POSTGRES_TRANSACTION_MARKER = "SELECT set_config('outboxkit.in_tx', 'on', true)"
+
+/** The `dedup_key` value of the row a guarded publish statement returns when it was not in a transaction. */
+export const POSTGRES_NOT_IN_TRANSACTION = 'outboxkit:not-in-transaction'
 
 const cache = new Map<string, PostgresStatements>()
 
@@ -78,29 +97,47 @@ export function postgresStatements(table: TableRef): PostgresStatements {
     `CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(indexes.dedupKey)} ON ${t} (dedup_key) WHERE dedup_key IS NOT NULL`,
   ].join(';\n')
   const migrate = `SELECT pg_advisory_xact_lock(hashtext(${literal(`outboxkit:migrate:${cacheKey}`)}));\n${ddl}`
-  const conflict = 'ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL DO NOTHING'
-  const wake = `SELECT NULL, NULL, NULL FROM (SELECT pg_notify($8::text, '')) AS wake WHERE $8::text <> ''`
-  const publishOne = `WITH ins AS (
-  INSERT INTO ${t} (id, topic, key, payload, headers, available_at, dedup_key)
-  VALUES ($1::uuid, $2::text, $3::text, $4::text::jsonb, $5::text::jsonb, now() + $6::float8 * interval '1 millisecond', $7::text)
-  ${conflict}
-  RETURNING id
-)
-SELECT id::text AS id, NULL::text AS dedup_key, true AS inserted FROM ins
-UNION ALL SELECT id::text, dedup_key, false FROM ${t} WHERE $7::text IS NOT NULL AND dedup_key = $7::text
-UNION ALL ${wake}`
-  const publishMany = `WITH m AS (
+  const publish = (many: boolean, guarded: boolean) => {
+    // Guarded: write only when the transaction marker (POSTGRES_TRANSACTION_MARKER, sent just
+    // before on the same connection) is still set, i.e. the marker's transaction still runs.
+    const ok = guarded ? 'guard.ok' : 'true'
+    const from = guarded ? ' FROM guard' : ''
+    const ctes = [
+      guarded
+        ? `guard AS (SELECT current_setting('outboxkit.in_tx', true) IS NOT DISTINCT FROM 'on' AS ok)`
+        : '',
+      many
+        ? `m AS (
   SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::float8[], $7::text[])
     WITH ORDINALITY AS m(id, topic, key, payload, headers, delay_ms, dedup_key, ord)
-), ins AS (
+)`
+        : '',
+      `ins AS (
   INSERT INTO ${t} (id, topic, key, payload, headers, available_at, dedup_key)
-  SELECT id, topic, key, payload::jsonb, headers::jsonb, now() + delay_ms * interval '1 millisecond', dedup_key FROM m ORDER BY ord
-  ${conflict}
+  ${
+    many
+      ? `SELECT id, topic, key, payload::jsonb, headers::jsonb, now() + delay_ms * interval '1 millisecond', dedup_key FROM m${guarded ? ', guard WHERE guard.ok' : ''} ORDER BY ord`
+      : `SELECT $1::uuid, $2::text, $3::text, $4::text::jsonb, $5::text::jsonb, now() + $6::float8 * interval '1 millisecond', $7::text${from}${guarded ? ' WHERE guard.ok' : ''}`
+  }
+  ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL DO NOTHING
   RETURNING id
-)
+)`,
+    ].filter(Boolean)
+    const existing = many ? 'dedup_key = ANY($7::text[])' : '$7::text IS NOT NULL AND dedup_key = $7::text'
+    return `WITH ${ctes.join(', ')}
 SELECT id::text AS id, NULL::text AS dedup_key, true AS inserted FROM ins
-UNION ALL SELECT id::text, dedup_key, false FROM ${t} WHERE dedup_key = ANY($7::text[])
-UNION ALL ${wake}`
+UNION ALL SELECT o.id::text, o.dedup_key, false FROM ${t} AS o${guarded ? ', guard' : ''} WHERE ${ok} AND ${existing.replaceAll('dedup_key =', 'o.dedup_key =')}
+UNION ALL SELECT NULL, NULL, NULL${from} WHERE CASE WHEN ${ok} AND $8::text <> '' THEN (SELECT true FROM (SELECT pg_notify($8::text, '')) AS wake) ELSE false END${
+      guarded
+        ? `
+UNION ALL SELECT NULL, '${POSTGRES_NOT_IN_TRANSACTION}', false FROM guard WHERE NOT guard.ok`
+        : ''
+    }`
+  }
+  const publishOne = publish(false, false)
+  const publishMany = publish(true, false)
+  const publishOneGuarded = publish(false, true)
+  const publishManyGuarded = publish(true, true)
   const claim = `WITH due AS (
   SELECT id FROM ${t}
   WHERE ${live} AND available_at <= now() AND topic = ANY($1::text[])
@@ -142,7 +179,19 @@ RETURNING o.id::text AS id`
   const purge = `DELETE FROM ${t} WHERE state = ANY($1::text[]) AND available_at <= now() - $2::float8 * interval '1 millisecond'`
   const redrive = `UPDATE ${t} SET state = 'pending', attempts = 0, available_at = now()
 WHERE state = 'dead' AND ($1::uuid[] IS NULL OR id = ANY($1::uuid[])) AND ($2::text[] IS NULL OR topic = ANY($2::text[]))`
-  const statements = { ddl, migrate, publishOne, publishMany, claim, settle, extendLease, purge, redrive }
+  const statements = {
+    ddl,
+    migrate,
+    publishOne,
+    publishMany,
+    publishOneGuarded,
+    publishManyGuarded,
+    claim,
+    settle,
+    extendLease,
+    purge,
+    redrive,
+  }
   cache.set(cacheKey, statements)
   return statements
 }
