@@ -76,7 +76,7 @@ export interface RelayOptions<O extends Outbox<any>> {
 }
 
 /** Why a message was dead-lettered. */
-export type DeadLetterReason = 'cancel' | 'max-attempts' | 'schema' | 'invalid-payload' | 'lease-expired'
+export type DeadLetterReason = 'cancel' | 'max-attempts' | 'schema' | 'invalid-payload'
 
 /** Events a relay emits. Subscribe with {@link Relay.on}. */
 export interface RelayEvents {
@@ -95,7 +95,7 @@ export interface RelayEvents {
     settled: boolean
   }
   /** Something failed that the relay survives (it backs off and carries on). */
-  error: { error: unknown; during: 'claim' | 'settle' | 'listen' | 'handler' | 'listener' }
+  error: { error: unknown; during: 'claim' | 'settle' | 'listen' | 'listener' }
   /** A claim statement returned. */
   claimed: { count: number; limit: number }
 }
@@ -610,7 +610,6 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
           }),
         )
       }
-      const wasRunning = running
       running = false
       for (const t of [pollTimer, retryTimer]) if (t) clearTimeout(t)
       pollTimer = retryTimer = undefined
@@ -643,7 +642,9 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
         }
         const claimDeadline = Date.now() + Math.max(1_000, graceMs)
         while (claiming && Date.now() < claimDeadline) await new Promise((r) => setTimeout(r, 5))
-        if (wasRunning) await backend.close().catch((error) => reportError(error, 'settle'))
+        // Also when the relay never started: a connection-string backend opened by migrate() must
+        // not keep the process alive. A backend never closes what it was given.
+        await backend.close().catch((error) => reportError(error, 'settle'))
       })().finally(() => {
         stopping = undefined
       })
