@@ -128,7 +128,7 @@ export function defineOutbox<TTopics extends TopicSchemas | undefined = undefine
       `defineOutbox expects an options object, got ${describe(options)}.`,
     )
   }
-  const table = parseTableName(options.table ?? 'outbox')
+  const table = parseTableName(options.table === undefined ? 'outbox' : options.table)
   const topics = options.topics
   if (topics !== undefined) {
     if (topics === null || typeof topics !== 'object') {

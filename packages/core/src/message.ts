@@ -159,6 +159,13 @@ function prepareOne(
       }
     }
     headers = JSON.stringify(h)
+    if (headers.length * 3 > outbox.maxPayloadBytes && Buffer.byteLength(headers) > outbox.maxPayloadBytes) {
+      throw invalid(
+        source,
+        index,
+        `headers are ${Buffer.byteLength(headers)} bytes of JSON, over maxPayloadBytes (${outbox.maxPayloadBytes}).`,
+      )
+    }
   }
   let dedupKey: string | null = null
   if (msg.dedupKey !== undefined && msg.dedupKey !== null) {

@@ -3,6 +3,27 @@ import { quoteIdent } from '@outboxkit/core'
 import type pg from 'pg'
 
 /**
+ * Ends `client`, but never waits longer than `ms`: `Client.end()` waits for the server to close
+ * the socket, which never happens through a frozen network. Past the bound the socket is
+ * destroyed, which the server sees as a dropped connection (its LISTEN ends with it).
+ */
+async function endWithin(client: pg.Client, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const ended = await Promise.race([
+    client.end().then(
+      () => true,
+      () => true,
+    ),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms)
+    }),
+  ])
+  clearTimeout(timer)
+  if (!ended)
+    (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
+}
+
+/**
  * LISTENs on `channel` with a dedicated client made by `connect`, and reconnects with capped
  * backoff whenever the connection fails or is cut (for example by `pg_terminate_backend`).
  * Each (re)connection calls `onConnect`, so the relay claims whatever it missed meanwhile.
@@ -52,7 +73,7 @@ export async function listenWithReconnect(
       c.on('notification', onNotification)
       await c.query(`LISTEN ${quoteIdent(channel)}`)
       if (closed) {
-        await c.end().catch(() => {})
+        await endWithin(c, 1_000)
         return
       }
       client = c
@@ -77,7 +98,7 @@ export async function listenWithReconnect(
       client = undefined
       if (c) {
         c.removeAllListeners('notification')
-        await c.end().catch(() => {})
+        await endWithin(c, 1_000)
       }
     },
   }

@@ -1,0 +1,48 @@
+import type { RetryPolicy } from '@outboxkit/core'
+import type { LedgerTables } from './ledger.js'
+
+/** How the `work` handler of a relay worker behaves. */
+export interface WorkerHandlerConfig {
+  /** Probability that a delivery throws a plain Error before its side effect. */
+  failRate: number
+  /** Probability that a delivery throws `Retry` (delay up to `retryMaxDelayMs`) before its side effect. */
+  retryRate: number
+  retryMaxDelayMs: number
+  /** After the side effect, the handler sleeps a random time in this range (ms), so kills land mid-handler. */
+  sleepMs: readonly [number, number]
+}
+
+/**
+ * Everything a relay worker process needs, passed as JSON in the `OUTBOXKIT_RELAY_CONFIG`
+ * environment variable. The worker runs one relay with handlers for two topics:
+ * `work` (ledger write, sleep, random failures per {@link WorkerHandlerConfig}) and `suicide`
+ * (ledger write, then `process.kill(process.pid, 'SIGKILL')`).
+ */
+export interface RelayWorkerConfig {
+  url: string
+  tables: LedgerTables
+  /** `application_name` of every connection of the worker, to find (and terminate) them. */
+  applicationName: string
+  commandTimeoutMs: number
+  relay: {
+    concurrency: number
+    batchSize: number
+    leaseMs: number
+    pollIntervalMs: number
+    maxAttempts: number
+    retry: RetryPolicy
+    notify: boolean
+  }
+  handler: WorkerHandlerConfig
+  /** Grace of `relay.stop()` on SIGTERM. */
+  graceMs: number
+}
+
+/** Name of the environment variable carrying the {@link RelayWorkerConfig}. */
+export const RELAY_CONFIG_ENV = 'OUTBOXKIT_RELAY_CONFIG'
+
+/** A line the worker prints on stdout (JSON). */
+export type WorkerLine =
+  | { type: 'ready'; pid: number }
+  | { type: 'error'; during: string; code: string; message: string }
+  | { type: 'stopped'; pid: number; stats: Record<string, number> }
