@@ -1,0 +1,72 @@
+import { POSTGRES_TRANSACTION_MARKER, type PostgresPublishStatement } from '@outboxkit/core'
+import { type DrizzleSession, executeThroughDrizzle, type Rows } from './driver.js'
+import { notInTransaction } from './refusal.js'
+
+function sqlState(err: unknown): unknown {
+  const e = err as { code?: unknown; cause?: { code?: unknown } } | null | undefined
+  return e?.code ?? e?.cause?.code
+}
+
+/**
+ * A JS array as a PostgreSQL array literal, every element quoted, `null` as `NULL`; the statement
+ * casts it (`$1::uuid[]`...). postgres.js would encode arrays itself, but only with the array types
+ * it fetches when a connection opens: with `fetch_types: false` it sends `a,b` and the server
+ * rejects it as a malformed array literal. Any other driver sends the literal as text.
+ */
+function arrayLiteral(values: readonly unknown[]): string {
+  const items = values.map((v) =>
+    v === null || v === undefined ? 'NULL' : `"${String(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`,
+  )
+  return `{${items.join(',')}}`
+}
+
+const SNAKE = /^[a-z0-9_]+$/
+const toSnake = (name: string) =>
+  name
+    .replace(/-/g, '_')
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .toLowerCase()
+
+/** A postgres.js `transform` (camel, pascal, kebab) renames result columns: put back core's names. */
+function snakeCaseRows(rows: Rows): Rows {
+  if (rows.every((row) => Object.keys(row).every((k) => SNAKE.test(k)))) return rows
+  return rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [toSnake(k), v])))
+}
+
+/**
+ * Runs core's guarded publish statement for drivers that keep no transaction state: core's
+ * `POSTGRES_TRANSACTION_MARKER` and the statement are handed to the driver together, through
+ * Drizzle's query path on the transaction's connection (postgres.js pipelines them: one round
+ * trip). The marker sets a transaction-local flag and the guarded statement writes only while it
+ * still sees it, so only when both ran in the same open transaction: in autocommit (a `tx` kept
+ * after its transaction ended) the flag is gone when the marker's own statement ends, and a
+ * COMMIT slipped in between (a publish not awaited) resets it. The statement then writes nothing
+ * and core throws NOT_IN_TRANSACTION.
+ *
+ * @param name - makes the statement a prepared one (see the postgres.js driver)
+ */
+export async function executeGuarded(
+  session: DrizzleSession,
+  statement: PostgresPublishStatement,
+  name?: string,
+): Promise<Rows> {
+  const values = statement.values.map((v) => (Array.isArray(v) ? arrayLiteral(v) : v))
+  const [marker, insert] = await Promise.allSettled([
+    executeThroughDrizzle(session, {
+      text: POSTGRES_TRANSACTION_MARKER,
+      values: [],
+      name: 'outboxkit_marker',
+    }),
+    executeThroughDrizzle(session, { ...statement, values }, name),
+  ])
+  for (const result of [marker, insert]) {
+    if (result.status === 'rejected' && sqlState(result.reason) === '25P02') {
+      throw notInTransaction(
+        'a Drizzle transaction that failed (a statement in it raised an error, so it can only roll back)',
+      )
+    }
+  }
+  if (marker.status === 'rejected') throw marker.reason
+  if (insert.status === 'rejected') throw insert.reason
+  return snakeCaseRows(insert.value)
+}
