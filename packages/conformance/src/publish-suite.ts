@@ -22,6 +22,8 @@ export interface RefusedHandle {
 export interface PublishHarness<TTx> {
   /** The adapter name as it appears in error messages: `[outboxkit] [name]`. */
   name: string
+  /** A title for this run when an adapter runs the suite more than once (e.g. per driver). Default `name`. */
+  label?: string
   publish: PublishFn<TTx>
   publishMany: PublishManyFn<TTx>
   /** Opens whatever the adapter needs (ORM instance, pool, ...). Called once. */
@@ -58,7 +60,7 @@ class Rollback extends Error {}
  */
 export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
   const { name, publish, publishMany } = harness
-  describe(`publish conformance: ${name}`, () => {
+  describe(`publish conformance: ${harness.label ?? name}`, () => {
     let ctx: PublishContext<TTx>
     let outbox: Outbox
     let table: string

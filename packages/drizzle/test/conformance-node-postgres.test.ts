@@ -7,6 +7,7 @@ import pg from 'pg'
 
 runPublishConformance<DrizzleTransaction>({
   name: 'drizzle',
+  label: 'drizzle (node-postgres)',
   publish,
   publishMany,
   async setup() {

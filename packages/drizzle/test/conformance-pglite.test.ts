@@ -6,6 +6,7 @@ import { drizzle } from 'drizzle-orm/pglite'
 
 runPublishConformance<DrizzleTransaction>({
   name: 'drizzle',
+  label: 'drizzle (PGlite)',
   publish,
   publishMany,
   async setup() {

@@ -7,6 +7,7 @@ import postgres from 'postgres'
 
 runPublishConformance<DrizzleTransaction>({
   name: 'drizzle',
+  label: 'drizzle (postgres.js)',
   publish,
   publishMany,
   async setup() {

@@ -8,6 +8,7 @@ import { minimalDrizzle } from './minimal-driver.js'
 // escaped handles included, must hold for it too.
 runPublishConformance<DrizzleTransaction>({
   name: 'drizzle',
+  label: 'drizzle (minimal test driver)',
   publish,
   publishMany,
   async setup() {

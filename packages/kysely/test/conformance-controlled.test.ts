@@ -7,6 +7,7 @@ import pg from 'pg'
 // The controlled style: db.startTransaction().execute(), commit() / rollback(), and savepoints.
 runPublishConformance<KyselyTransaction>({
   name: 'kysely',
+  label: 'kysely (ControlledTransaction)',
   publish,
   publishMany,
   async setup() {

@@ -8,6 +8,7 @@ import { PgliteDialect } from './pglite-dialect.js'
 // The same adapter on another PostgreSQL dialect: Kysely on PGlite.
 runPublishConformance<KyselyTransaction>({
   name: 'kysely',
+  label: 'kysely (PGlite dialect)',
   publish,
   publishMany,
   async setup() {

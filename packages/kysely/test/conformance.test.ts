@@ -8,6 +8,7 @@ import pg from 'pg'
 // savepoints (see conformance-controlled.test.ts for those).
 runPublishConformance<KyselyTransaction>({
   name: 'kysely',
+  label: 'kysely (Transaction)',
   publish,
   publishMany,
   async setup() {

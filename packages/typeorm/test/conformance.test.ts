@@ -82,6 +82,7 @@ async function open() {
 // The EntityManager of dataSource.transaction(), nested manager.transaction() as the savepoint.
 runPublishConformance<EntityManager>({
   name: 'typeorm',
+  label: 'typeorm (EntityManager)',
   publish,
   publishMany,
   async setup() {
@@ -97,6 +98,7 @@ runPublishConformance<EntityManager>({
 // A QueryRunner after startTransaction(); a second startTransaction() as the savepoint.
 runPublishConformance<QueryRunner>({
   name: 'typeorm',
+  label: 'typeorm (QueryRunner)',
   publish,
   publishMany,
   async setup() {
