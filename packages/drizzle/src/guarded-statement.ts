@@ -1,36 +1,15 @@
-import { POSTGRES_TRANSACTION_MARKER, type PostgresPublishStatement } from '@outboxkit/core'
+import {
+  encodeArrayParameters,
+  POSTGRES_TRANSACTION_MARKER,
+  type PostgresPublishStatement,
+  snakeCaseRows,
+} from '@outboxkit/core'
 import { type DrizzleSession, executeThroughDrizzle, type Rows } from './driver.js'
 import { notInTransaction } from './refusal.js'
 
 function sqlState(err: unknown): unknown {
   const e = err as { code?: unknown; cause?: { code?: unknown } } | null | undefined
   return e?.code ?? e?.cause?.code
-}
-
-/**
- * A JS array as a PostgreSQL array literal, every element quoted, `null` as `NULL`; the statement
- * casts it (`$1::uuid[]`...). postgres.js would encode arrays itself, but only with the array types
- * it fetches when a connection opens: with `fetch_types: false` it sends `a,b` and the server
- * rejects it as a malformed array literal. Any other driver sends the literal as text.
- */
-function arrayLiteral(values: readonly unknown[]): string {
-  const items = values.map((v) =>
-    v === null || v === undefined ? 'NULL' : `"${String(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`,
-  )
-  return `{${items.join(',')}}`
-}
-
-const SNAKE = /^[a-z0-9_]+$/
-const toSnake = (name: string) =>
-  name
-    .replace(/-/g, '_')
-    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
-    .toLowerCase()
-
-/** A postgres.js `transform` (camel, pascal, kebab) renames result columns: put back core's names. */
-function snakeCaseRows(rows: Rows): Rows {
-  if (rows.every((row) => Object.keys(row).every((k) => SNAKE.test(k)))) return rows
-  return rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [toSnake(k), v])))
 }
 
 /**
@@ -50,7 +29,7 @@ export async function executeGuarded(
   statement: PostgresPublishStatement,
   name?: string,
 ): Promise<Rows> {
-  const values = statement.values.map((v) => (Array.isArray(v) ? arrayLiteral(v) : v))
+  const values = encodeArrayParameters(statement.values)
   const [marker, insert] = await Promise.allSettled([
     executeThroughDrizzle(session, {
       text: POSTGRES_TRANSACTION_MARKER,

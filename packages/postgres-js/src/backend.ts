@@ -1,8 +1,13 @@
-import { createPostgresBackend, describe, type OutboxBackend, OutboxError } from '@outboxkit/core'
+import {
+  createPostgresBackend,
+  describe,
+  type OutboxBackend,
+  OutboxError,
+  snakeCaseRows,
+} from '@outboxkit/core'
 import postgres from 'postgres'
 import { withDeadline } from './deadline.js'
 import { listenOn } from './listener.js'
-import { snakeCaseRows } from './rows.js'
 import { runStatement } from './statement.js'
 import { ADAPTER } from './transaction.js'
 

@@ -1,5 +1,9 @@
-import { createPostgresPublisher, POSTGRES_TRANSACTION_MARKER, toOutboxError } from '@outboxkit/core'
-import { snakeCaseRows } from './rows.js'
+import {
+  createPostgresPublisher,
+  POSTGRES_TRANSACTION_MARKER,
+  snakeCaseRows,
+  toOutboxError,
+} from '@outboxkit/core'
 import { runStatement } from './statement.js'
 import { ADAPTER, checkTransaction, type PostgresJsTransaction, refuse } from './transaction.js'
 

@@ -1,5 +1,5 @@
+import { encodeArrayParameters } from '@outboxkit/core'
 import type postgres from 'postgres'
-import { encodeParameters } from './parameters.js'
 
 /** Any postgres.js `sql`: the root instance, a `TransactionSql` or a `ReservedSql`. */
 export type AnySql = Pick<postgres.Sql<any>, 'unsafe'>
@@ -16,5 +16,7 @@ export function runStatement(
   text: string,
   values: readonly unknown[],
 ): postgres.PendingQuery<Record<string, unknown>[]> {
-  return sql.unsafe<Record<string, unknown>[]>(text, encodeParameters(values) as never[], { prepare: true })
+  return sql.unsafe<Record<string, unknown>[]>(text, encodeArrayParameters(values) as never[], {
+    prepare: true,
+  })
 }
