@@ -1,31 +1,13 @@
 export { migrate, type PurgeOptions, purge, type RedriveOptions, redrive } from './admin.js'
-export {
-  type DeadMessage,
-  type DiscardOptions,
-  discard,
-  type ListDeadOptions,
-  listDead,
-  type OutboxStats,
-  type OutboxStatsOptions,
-  outboxStats,
-  summarizeStats,
-  type TopicStats,
-} from './admin-queries.js'
 export type {
   ClaimedRow,
   ClaimRequest,
-  DeadRow,
-  DiscardRequest,
   ExtendLeaseRequest,
-  ListDeadRequest,
   OutboxBackend,
-  OutboxState,
   PurgeRequest,
   RedriveRequest,
   Settlement,
   SettleRequest,
-  StatsRequest,
-  StatsRow,
   WakeHandlers,
   WakeSubscription,
 } from './backend.js'
@@ -49,7 +31,6 @@ export {
   type OutboxErrorOptions,
   toOutboxError,
 } from './errors.js'
-export type { Logger, LogLevel, LogMethod } from './logger.js'
 export {
   assertMessageArray,
   encodeJson,
@@ -106,6 +87,5 @@ export {
   qualifiedTable,
   quoteIdent,
 } from './sql/postgres.js'
-export { encodeArrayParameters, postgresArrayLiteral, snakeCaseRows } from './sql/postgres-values.js'
 export { formatIssues, type StandardSchemaV1 } from './standard-schema.js'
-export { INSTRUMENTATION_SCOPE, metricNames, type RelayTelemetryOptions } from './telemetry.js'
+export { encodeArrayParameters, postgresArrayLiteral, snakeCaseRows } from './sql/postgres-values.js'
