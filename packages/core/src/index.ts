@@ -87,5 +87,5 @@ export {
   qualifiedTable,
   quoteIdent,
 } from './sql/postgres.js'
-export { formatIssues, type StandardSchemaV1 } from './standard-schema.js'
 export { encodeArrayParameters, postgresArrayLiteral, snakeCaseRows } from './sql/postgres-values.js'
+export { formatIssues, type StandardSchemaV1 } from './standard-schema.js'
