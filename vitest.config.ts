@@ -13,6 +13,10 @@ const alias = Object.fromEntries(
 export default defineConfig({
   resolve: { alias },
   test: {
+    // CI sets OUTBOXKIT_TEST_REPORT to also write a JSON report it summarises in one closing line.
+    reporters: process.env.OUTBOXKIT_TEST_REPORT
+      ? ['default', ['json', { outputFile: process.env.OUTBOXKIT_TEST_REPORT }]]
+      : ['default'],
     include: ['packages/*/test/**/*.test.ts'],
     // Generous bounds: they only matter when something hangs, and a loaded 2-core machine can take
     // many seconds to start an embedded PGlite. Tests wait on events, never on these.
