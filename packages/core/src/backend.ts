@@ -22,6 +22,12 @@ export interface ClaimedRow {
   readonly state: 'processing' | 'dead'
   /** For `'dead'` rows, the reason written to `last_error`. */
   readonly lastError?: string | null
+  /**
+   * The row belongs to an ordered topic (it has a `seq`): it is the head of its key, and settling
+   * it may make the key's next message claimable. Set by {@link OutboxBackend.claim} for
+   * `orderedTopics` requests.
+   */
+  readonly ordered?: boolean
 }
 
 /** What a relay asks {@link OutboxBackend.claim} for. */
@@ -35,6 +41,16 @@ export interface ClaimRequest {
   readonly leaseMs: number
   /** Rows whose `attempts` already reached this are dead-lettered at claim, not delivered. */
   readonly maxAttempts: number
+  /**
+   * Set when the outbox has ordered topics: then only the head of each key is claimed among rows
+   * of ordered topics (docs/ordering.md). Absent: every due row is claimable (no ordering).
+   */
+  readonly ordering?:
+    | {
+        /** Ordered topics whose dead messages do not block their key (`onDeadLetter: 'continue'`). */
+        readonly continueAfterDead: readonly string[]
+      }
+    | undefined
 }
 
 /** One handler outcome to write back, fenced by the attempts value seen at claim. */
@@ -82,6 +98,105 @@ export interface RedriveRequest {
   readonly topics?: readonly string[] | undefined
 }
 
+/** The states of an outbox row. */
+export type OutboxState = 'pending' | 'processing' | 'delivered' | 'dead'
+
+/** What {@link OutboxBackend.stats} counts. */
+export interface StatsRequest {
+  readonly table: TableRef
+  /**
+   * Also count `'delivered'` rows (kept with `keepDelivered: true`). Default `false`: delivered
+   * rows can be many, and counting them is a scan the queue gauges should not pay for.
+   */
+  readonly includeDelivered?: boolean | undefined
+}
+
+/** One group of {@link OutboxBackend.stats}: the rows of one topic in one state. */
+export interface StatsRow {
+  readonly topic: string
+  readonly state: OutboxState
+  readonly count: number
+  /** Age of the oldest row of the group (`now() - created_at`, database clock), in ms. */
+  readonly oldestAgeMs: number
+  /**
+   * For `'pending'` and `'processing'`: how late the oldest due row is (`now() - available_at` of
+   * rows whose `available_at` has passed), in ms; `null` when no row of the group is due yet.
+   * `null` for terminal states.
+   */
+  readonly oldestDueLagMs: number | null
+}
+
+/** Which dead rows {@link OutboxBackend.listDead} returns, newest death first. */
+export interface ListDeadRequest {
+  readonly table: TableRef
+  /** Only these topics (optional). */
+  readonly topics?: readonly string[] | undefined
+  /** At most this many rows. */
+  readonly limit: number
+  /** The cursor: the last row of the previous page (its `deadAtMs` and `id` as returned). */
+  readonly after?: { readonly deadAtMs: number; readonly id: string } | undefined
+}
+
+/** A dead-lettered row as {@link OutboxBackend.listDead} returns it. */
+export interface DeadRow {
+  readonly id: string
+  readonly topic: string
+  readonly key: string | null
+  /** The payload as JSON text. */
+  readonly payload: string
+  /** The headers as JSON text. */
+  readonly headers: string
+  readonly attempts: number
+  /** The handler's error message, the `Cancel` reason, or why the claim gave up. */
+  readonly lastError: string | null
+  /** `created_at` in epoch milliseconds. */
+  readonly createdAtMs: number
+  /** When the row was dead-lettered (`available_at` of a dead row), in epoch milliseconds. */
+  readonly deadAtMs: number
+}
+
+/** Which keys {@link OutboxBackend.blockedKeys} lists. */
+export interface BlockedKeysRequest {
+  readonly table: TableRef
+  /** Ordered topics whose dead messages do not block their key (`onDeadLetter: 'continue'`). */
+  readonly continueAfterDead: readonly string[]
+  /** Only keys whose head is of these topics (optional). */
+  readonly topics?: readonly string[] | undefined
+  /** Also list keys whose head is pending a retry (it failed and waits for its backoff). */
+  readonly includeRetrying: boolean
+  /** At most this many keys. */
+  readonly limit: number
+  /** The cursor: list keys sorted after this one. */
+  readonly afterKey?: string | undefined
+}
+
+/** A key of an ordered topic whose head message holds back the rest, from {@link OutboxBackend.blockedKeys}. */
+export interface BlockedKeyRow {
+  readonly key: string
+  /** The head: the key's oldest message that is not delivered. */
+  readonly headId: string
+  readonly headTopic: string
+  /** `'dead'`: blocked until the head is redriven or discarded. `'pending'`: retrying. */
+  readonly headState: 'dead' | 'pending'
+  readonly headAttempts: number
+  readonly headLastError: string | null
+  /** The head's `available_at` in epoch ms: when it died, or when its next attempt is due. */
+  readonly headSinceMs: number
+  /** The head's `created_at` in epoch ms. */
+  readonly headCreatedAtMs: number
+  /** Messages of the key behind the head, waiting (pending or processing). */
+  readonly waiting: number
+}
+
+/** Which dead rows {@link OutboxBackend.discard} deletes. */
+export interface DiscardRequest {
+  readonly table: TableRef
+  /** Only these ids (optional). */
+  readonly ids?: readonly string[] | undefined
+  /** Only these topics (optional). */
+  readonly topics?: readonly string[] | undefined
+}
+
 /** A live LISTEN subscription returned by {@link OutboxBackend.listen}. */
 export interface WakeSubscription {
   /** Stops listening and releases the listening connection. */
@@ -111,6 +226,10 @@ export interface WakeHandlers {
  *   set to `'dead'` instead and returned with `state: 'dead'`.
  * - **Settles are fenced.** `settle` only changes rows whose `attempts` still equals the claimed
  *   value and whose state is still `'processing'`, so a stale relay cannot overwrite a newer claim.
+ * - **Ordered rows are claimed head first.** With {@link ClaimRequest.ordering}, a row that has a
+ *   `seq` (a message of an ordered topic) is claimed only while no row of the same `key` with a
+ *   smaller `seq` is pending, processing, or dead (a dead one of a `continueAfterDead` topic does
+ *   not count), so a key has at most one message in flight (see docs/ordering.md).
  * - **No handler runs inside a transaction.** `claim` commits before it returns; handlers run
  *   between `claim` and `settle` with no transaction or lock held.
  * - **Never owns what it was given.** A backend built around a user's pool or client leaves it
@@ -138,6 +257,17 @@ export interface OutboxBackend {
   purge(request: PurgeRequest): Promise<number>
   /** Moves dead rows back to `pending` with `attempts = 0`. Returns how many. */
   redrive(request: RedriveRequest): Promise<number>
+  /**
+   * Optional: row counts by topic and state, with the age of the oldest row and the lag of the
+   * oldest due row, in one read-only statement (used by the CLI and the relay's queue gauges).
+   */
+  stats?(request: StatsRequest): Promise<StatsRow[]>
+  /** Optional: dead rows with their `last_error`, newest death first, in one statement. */
+  listDead?(request: ListDeadRequest): Promise<DeadRow[]>
+  /** Optional: deletes dead rows (by ids, topics, or all) in one statement. Returns how many. */
+  discard?(request: DiscardRequest): Promise<number>
+  /** Optional: keys of ordered topics held back by a dead (or retrying) head, in one statement. */
+  blockedKeys?(request: BlockedKeysRequest): Promise<BlockedKeyRow[]>
   /** Releases connections the backend created itself. Using the backend later reopens them. */
   close(): Promise<void>
 }

@@ -14,6 +14,19 @@ export interface TableRef {
   readonly display: string
 }
 
+/** One ordered topic with options, in {@link DefineOutboxOptions.orderedTopics}. */
+export interface OrderedTopicOptions {
+  /** The topic name. */
+  topic: string
+  /**
+   * What a dead-lettered message of this topic does to its key. `'block'` (default): later
+   * messages of the key wait until it is redriven or discarded, so order is never broken.
+   * `'continue'`: later messages proceed and the dead one is skipped (redriving it later delivers
+   * it out of order).
+   */
+  onDeadLetter?: 'block' | 'continue'
+}
+
 /** Options of {@link defineOutbox}. */
 export interface DefineOutboxOptions<TTopics extends TopicSchemas | undefined = undefined> {
   /**
@@ -28,10 +41,19 @@ export interface DefineOutboxOptions<TTopics extends TopicSchemas | undefined = 
    */
   topics?: TTopics
   /**
-   * Topics whose messages sharing a `key` are delivered one at a time, in commit order. Reserved
-   * for the per-key ordering feature; accepted and validated today.
+   * Ordered topics: their messages that share a `key` are delivered one at a time, in the order
+   * their publishing transactions committed, across every ordered topic of this outbox; different
+   * keys still run in parallel on any number of relays. Every message of an ordered topic needs a
+   * `key`. A failing message holds its key while it retries; once dead-lettered it blocks its key
+   * until it is redriven or discarded, unless its topic is given as
+   * `{ topic, onDeadLetter: 'continue' }`. See docs/ordering.md for the semantics and the cost.
+   *
+   * @example
+   * ```ts
+   * defineOutbox({ orderedTopics: ['ledger.entry', { topic: 'email.send', onDeadLetter: 'continue' }] })
+   * ```
    */
-  orderedTopics?: readonly string[]
+  orderedTopics?: readonly (string | OrderedTopicOptions)[]
   /** Largest accepted payload, in bytes of its JSON text. Default 10 MiB. */
   maxPayloadBytes?: number
   /**
@@ -58,6 +80,8 @@ export interface Outbox<TTopics extends TopicSchemas | undefined = TopicSchemas 
   readonly topicNames: ReadonlySet<string>
   /** Ordered topics (see {@link DefineOutboxOptions.orderedTopics}). */
   readonly orderedTopics: ReadonlySet<string>
+  /** The ordered topics given with `onDeadLetter: 'continue'`: their dead messages do not block their key. */
+  readonly deadLetterContinues: ReadonlySet<string>
   /** Largest accepted payload in bytes. */
   readonly maxPayloadBytes: number
   /** The LISTEN/NOTIFY channel the publish statement wakes and the relay listens on. */
@@ -154,10 +178,7 @@ export function defineOutbox<TTopics extends TopicSchemas | undefined = undefine
       `maxPayloadBytes must be a positive integer, got ${describe(maxPayloadBytes)}.`,
     )
   }
-  const ordered = options.orderedTopics ?? []
-  if (!Array.isArray(ordered) || ordered.some((t) => typeof t !== 'string' || t.length === 0)) {
-    throw new OutboxError('INVALID_CONFIG', 'orderedTopics must be an array of non-empty topic names.')
-  }
+  const { ordered, continues } = parseOrderedTopics(options.orderedTopics, topics)
   // Lower case: an unquoted LISTEN folds case, pg_notify does not.
   const channel = `outboxkit_${table.schema ? `${table.schema}_` : ''}${table.name}`
     .toLowerCase()
@@ -167,11 +188,51 @@ export function defineOutbox<TTopics extends TopicSchemas | undefined = undefine
     table: Object.freeze(table),
     topics: topics as TTopics,
     topicNames: new Set(topics ? Object.keys(topics) : []),
-    orderedTopics: new Set(ordered),
+    orderedTopics: ordered,
+    deadLetterContinues: continues,
     maxPayloadBytes,
     channel,
     notify: options.notify ?? true,
   })
+}
+
+function parseOrderedTopics(
+  list: unknown,
+  topics: TopicSchemas | undefined,
+): { ordered: ReadonlySet<string>; continues: ReadonlySet<string> } {
+  const ordered = new Set<string>()
+  const continues = new Set<string>()
+  if (list === undefined) return { ordered, continues }
+  const bad = (what: string) =>
+    new OutboxError(
+      'INVALID_CONFIG',
+      `orderedTopics ${what}. Give topic names, or { topic, onDeadLetter: 'block' | 'continue' }.`,
+    )
+  if (!Array.isArray(list)) throw bad(`must be an array, got ${describe(list)}`)
+  const policy = new Map<string, 'block' | 'continue'>()
+  for (const entry of list as unknown[]) {
+    const spec = typeof entry === 'string' ? { topic: entry } : (entry as OrderedTopicOptions | null)
+    if (!spec || typeof spec !== 'object' || typeof spec.topic !== 'string' || spec.topic.length === 0) {
+      throw bad(`has an invalid entry: ${describe(entry)}`)
+    }
+    const onDead = spec.onDeadLetter ?? 'block'
+    if (onDead !== 'block' && onDead !== 'continue') {
+      throw bad(
+        `[${JSON.stringify(spec.topic)}].onDeadLetter must be 'block' or 'continue', got ${describe(onDead)}`,
+      )
+    }
+    if (topics && !Object.hasOwn(topics, spec.topic)) {
+      throw bad(`names ${JSON.stringify(spec.topic)}, which is not one of this outbox's topics`)
+    }
+    const before = policy.get(spec.topic)
+    if (before !== undefined && before !== onDead) {
+      throw bad(`gives ${JSON.stringify(spec.topic)} twice, with onDeadLetter '${before}' and '${onDead}'`)
+    }
+    policy.set(spec.topic, onDead)
+    ordered.add(spec.topic)
+    if (onDead === 'continue') continues.add(spec.topic)
+  }
+  return { ordered, continues }
 }
 
 /** Throws `INVALID_CONFIG` unless `value` is an outbox made by {@link defineOutbox}. */

@@ -1,13 +1,36 @@
 export { migrate, type PurgeOptions, purge, type RedriveOptions, redrive } from './admin.js'
+export {
+  type BlockedKey,
+  type DeadMessage,
+  type DiscardOptions,
+  discard,
+  type ListBlockedKeysOptions,
+  type ListDeadOptions,
+  listBlockedKeys,
+  listDead,
+  type OutboxStats,
+  type OutboxStatsOptions,
+  outboxStats,
+  summarizeStats,
+  type TopicStats,
+} from './admin-queries.js'
 export type {
+  BlockedKeyRow,
+  BlockedKeysRequest,
   ClaimedRow,
   ClaimRequest,
+  DeadRow,
+  DiscardRequest,
   ExtendLeaseRequest,
+  ListDeadRequest,
   OutboxBackend,
+  OutboxState,
   PurgeRequest,
   RedriveRequest,
   Settlement,
   SettleRequest,
+  StatsRequest,
+  StatsRow,
   WakeHandlers,
   WakeSubscription,
 } from './backend.js'
@@ -17,6 +40,7 @@ export {
   defineOutbox,
   describe,
   type HandlerPayload,
+  type OrderedTopicOptions,
   type Outbox,
   type PublishPayload,
   parseTableName,
@@ -31,6 +55,7 @@ export {
   type OutboxErrorOptions,
   toOutboxError,
 } from './errors.js'
+export type { Logger, LogLevel, LogMethod } from './logger.js'
 export {
   assertMessageArray,
   encodeJson,
@@ -89,3 +114,4 @@ export {
 } from './sql/postgres.js'
 export { encodeArrayParameters, postgresArrayLiteral, snakeCaseRows } from './sql/postgres-values.js'
 export { formatIssues, type StandardSchemaV1 } from './standard-schema.js'
+export { INSTRUMENTATION_SCOPE, metricNames, type RelayTelemetryOptions } from './telemetry.js'

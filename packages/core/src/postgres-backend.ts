@@ -1,11 +1,19 @@
 import type {
+  BlockedKeyRow,
+  BlockedKeysRequest,
   ClaimedRow,
   ClaimRequest,
+  DeadRow,
+  DiscardRequest,
   ExtendLeaseRequest,
+  ListDeadRequest,
   OutboxBackend,
+  OutboxState,
   PurgeRequest,
   RedriveRequest,
   SettleRequest,
+  StatsRequest,
+  StatsRow,
   WakeHandlers,
   WakeSubscription,
 } from './backend.js'
@@ -87,9 +95,11 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
       const sql = postgresStatements(req.table)
       const rows = await run(
         'claim',
-        sql.claim,
-        [req.topics, req.limit, req.leaseMs, req.maxAttempts],
-        'outboxkit_claim',
+        req.ordering ? sql.claimOrdered : sql.claim,
+        req.ordering
+          ? [req.topics, req.limit, req.leaseMs, req.maxAttempts, req.ordering.continueAfterDead]
+          : [req.topics, req.limit, req.leaseMs, req.maxAttempts],
+        req.ordering ? 'outboxkit_claim_ordered' : 'outboxkit_claim',
       )
       return rows.map((r) => ({
         id: r.id as string,
@@ -101,6 +111,7 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
         createdAtMs: Number(r.created_ms),
         state: r.state as 'processing' | 'dead',
         lastError: (r.last_error as string | null) ?? null,
+        ...(r.ordered === true || r.ordered === 't' ? { ordered: true } : {}),
       }))
     },
     async settle(req: SettleRequest): Promise<string[]> {
@@ -156,6 +167,73 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
         [req.ids ?? null, req.topics ?? null],
       )
       return rowsAffected(rows)
+    },
+    async stats(req: StatsRequest): Promise<StatsRow[]> {
+      const sql = postgresStatements(req.table)
+      const states = req.includeDelivered
+        ? ['pending', 'processing', 'dead', 'delivered']
+        : ['pending', 'processing', 'dead']
+      const rows = await run('stats', sql.stats, [states], 'outboxkit_stats')
+      return rows.map((r) => ({
+        topic: r.topic as string,
+        state: r.state as OutboxState,
+        count: Number(r.n),
+        oldestAgeMs: Math.max(0, Math.round(Number(r.oldest_age_ms))),
+        oldestDueLagMs:
+          r.oldest_due_lag_ms === null || r.oldest_due_lag_ms === undefined
+            ? null
+            : Math.max(0, Math.round(Number(r.oldest_due_lag_ms))),
+      }))
+    },
+    async listDead(req: ListDeadRequest): Promise<DeadRow[]> {
+      const sql = postgresStatements(req.table)
+      const rows = await run('listing dead messages', sql.listDead, [
+        req.topics ?? null,
+        req.limit,
+        req.after?.deadAtMs ?? null,
+        req.after?.id ?? null,
+      ])
+      return rows.map((r) => ({
+        id: r.id as string,
+        topic: r.topic as string,
+        key: (r.key as string | null) ?? null,
+        payload: r.payload as string,
+        headers: r.headers as string,
+        attempts: Number(r.attempts),
+        lastError: (r.last_error as string | null) ?? null,
+        createdAtMs: Number(r.created_ms),
+        deadAtMs: Number(r.dead_ms),
+      }))
+    },
+    async discard(req: DiscardRequest): Promise<number> {
+      const sql = postgresStatements(req.table)
+      const rows = await run(
+        'discard',
+        `WITH d AS (${sql.discard} RETURNING 1) SELECT count(*)::int AS n FROM d`,
+        [req.ids ?? null, req.topics ?? null],
+      )
+      return rowsAffected(rows)
+    },
+    async blockedKeys(req: BlockedKeysRequest): Promise<BlockedKeyRow[]> {
+      const sql = postgresStatements(req.table)
+      const rows = await run('listing blocked keys', sql.blockedKeys, [
+        req.continueAfterDead,
+        req.topics ?? null,
+        req.afterKey ?? null,
+        req.limit,
+        req.includeRetrying,
+      ])
+      return rows.map((r) => ({
+        key: r.key as string,
+        headId: r.id as string,
+        headTopic: r.topic as string,
+        headState: r.state as 'dead' | 'pending',
+        headAttempts: Number(r.attempts),
+        headLastError: (r.last_error as string | null) ?? null,
+        headSinceMs: Number(r.since_ms),
+        headCreatedAtMs: Number(r.created_ms),
+        waiting: Number(r.waiting),
+      }))
     },
     close: () => executor.close(),
   }

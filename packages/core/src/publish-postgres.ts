@@ -38,12 +38,26 @@ export function postgresPublishStatement(
   const sql = postgresStatements(outbox.table)
   const guarded = options.guarded === true
   const channel = outbox.notify ? outbox.channel : ''
+  // Messages of ordered topics take their key's advisory lock and a `seq` (docs/ordering.md);
+  // a statement without any keeps the plain form, which costs nothing extra.
+  const orderedTopics = new Set<string>()
+  if (outbox.orderedTopics.size > 0) {
+    for (const m of messages) if (outbox.orderedTopics.has(m.topic)) orderedTopics.add(m.topic)
+  }
+  const ordered = orderedTopics.size > 0
+  const suffix = `${ordered ? '_ordered' : ''}${guarded ? '_guarded' : ''}`
   if (messages.length === 1) {
     const m = messages[0]!
     return {
-      text: guarded ? sql.publishOneGuarded : sql.publishOne,
+      text: ordered
+        ? guarded
+          ? sql.publishOneOrderedGuarded
+          : sql.publishOneOrdered
+        : guarded
+          ? sql.publishOneGuarded
+          : sql.publishOne,
       values: [m.id, m.topic, m.key, m.payload, m.headers, m.delayMs, m.dedupKey, channel],
-      name: guarded ? 'outboxkit_publish_one_guarded' : 'outboxkit_publish_one',
+      name: `outboxkit_publish_one${suffix}`,
     }
   }
   const n = messages.length
@@ -58,10 +72,17 @@ export function postgresPublishStatement(
     cols[5]!.push(m.delayMs)
     cols[6]!.push(m.dedupKey)
   }
+  if (ordered) {
+    return {
+      text: guarded ? sql.publishManyOrderedGuarded : sql.publishManyOrdered,
+      values: [...cols, channel, [...orderedTopics]],
+      name: `outboxkit_publish_many${suffix}`,
+    }
+  }
   return {
     text: guarded ? sql.publishManyGuarded : sql.publishMany,
     values: [...cols, channel],
-    name: guarded ? 'outboxkit_publish_many_guarded' : 'outboxkit_publish_many',
+    name: `outboxkit_publish_many${suffix}`,
   }
 }
 

@@ -13,6 +13,7 @@ import {
   postgresPublishStatement,
   readPostgresPublishResult,
 } from './publish-postgres.js'
+import { tracePublish } from './telemetry.js'
 
 /** What an adapter tells {@link createPostgresPublisher} about its driver or ORM. */
 export interface PostgresPublisherSpec<TTx> {
@@ -50,6 +51,8 @@ export type PublishManyFn<TTx> = <O extends Outbox<any>>(
  * Builds an adapter's `publish` and `publishMany` for PostgreSQL: validate the outbox and the
  * messages, check the handle is an open transaction, then write every message (and the relay's
  * NOTIFY wake-up) with one statement on that transaction. Nothing is written when a check fails.
+ * With `@opentelemetry/api` installed, the statement runs in a PRODUCER span whose W3C
+ * `traceparent` goes into each message's headers (see docs/operations.md, "Tracing").
  */
 export function createPostgresPublisher<TTx>(spec: PostgresPublisherSpec<TTx>): {
   publish: PublishFn<TTx>
@@ -70,7 +73,8 @@ export function createPostgresPublisher<TTx>(spec: PostgresPublisherSpec<TTx>): 
   const publish: PublishFn<TTx> = async (outbox, tx, message) => {
     assertOutbox(outbox, name)
     const prepared = await prepareMessages(outbox, [message], name)
-    const [result] = await write(outbox, await spec.checkTransaction(tx), prepared)
+    const checked = await spec.checkTransaction(tx)
+    const [result] = await tracePublish(outbox, prepared, (traced) => write(outbox, checked, traced))
     return result!
   }
   const publishMany: PublishManyFn<TTx> = async (outbox, tx, messages) => {
@@ -79,7 +83,7 @@ export function createPostgresPublisher<TTx>(spec: PostgresPublisherSpec<TTx>): 
     const prepared = await prepareMessages(outbox, messages, name)
     const checked = await spec.checkTransaction(tx)
     if (prepared.length === 0) return []
-    return write(outbox, checked, prepared)
+    return tracePublish(outbox, prepared, (traced) => write(outbox, checked, traced))
   }
   return { publish, publishMany }
 }

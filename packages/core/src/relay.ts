@@ -2,6 +2,8 @@ import type { ClaimedRow, OutboxBackend, Settlement, WakeSubscription } from './
 import { assertOutbox, describe, type HandlerPayload, type Outbox, type TopicName } from './define-outbox.js'
 import { TypedEmitter } from './emitter.js'
 import { OutboxError, toOutboxError } from './errors.js'
+import { type Logger, resolveLogger } from './logger.js'
+import { instrumentRelay } from './relay-instrumentation.js'
 import {
   backoffDelay,
   Cancel,
@@ -11,6 +13,7 @@ import {
   resolveRetryPolicy,
 } from './retry.js'
 import { formatIssues, type StandardSchemaV1 } from './standard-schema.js'
+import { createRelayTelemetry, type RelayTelemetryOptions } from './telemetry.js'
 
 /** A message as a handler receives it. */
 export interface DeliveredMessage<TPayload = unknown, TTopic extends string = string> {
@@ -29,7 +32,8 @@ export interface DeliveredMessage<TPayload = unknown, TTopic extends string = st
 export interface HandlerContext {
   /**
    * Aborted when the relay gives up on this run: at the end of `stop({ graceMs })`, or when the
-   * message's lease expires while the handler still runs (another relay may then reclaim it).
+   * message's lease really lapsed while the handler still runs (its extensions failed, or the
+   * heartbeat is off and the handler outlived `leaseMs`): another relay may then reclaim it.
    */
   readonly signal: AbortSignal
 }
@@ -61,8 +65,30 @@ export interface RelayOptions<O extends Outbox<any>> {
   batchSize?: number
   /** Poll interval when idle, in ms. Polling is the source of truth. Default 1 500. */
   pollIntervalMs?: number
-  /** How long a claimed row stays invisible to other claims, in ms. Default 30 000. */
+  /**
+   * How long a claimed row stays invisible to other claims, in ms. Default 30 000. While a
+   * handler runs, the heartbeat (`heartbeatMs`) keeps extending it, so a handler may run longer
+   * than `leaseMs`; a relay that dies stops extending and its messages are reclaimed once their
+   * lease lapses, at most `leaseMs` later.
+   */
   leaseMs?: number
+  /**
+   * Lease heartbeat: every `heartbeatMs` the relay extends, in one statement, the lease of the
+   * messages whose handlers still run (fenced by attempts), so a long handler is neither aborted
+   * nor delivered twice while its relay lives. Default `leaseMs / 3`; at most `leaseMs / 2`.
+   * `false` turns it off: a handler still running after `leaseMs` is then aborted and its
+   * message delivered again.
+   */
+  heartbeatMs?: number | false
+  /**
+   * How long a handler may run while the heartbeat keeps its lease, in ms. Past it the relay stops
+   * extending that message's lease: when the lease lapses the handler's `signal` is aborted and
+   * the message is delivered again (an attempt, dead-lettered at claim after `maxAttempts`), so a
+   * handler that hangs cannot hold its message (or its ordered key) forever. Default
+   * `5 × leaseMs` (2.5 minutes with the default lease); raise it for longer handlers, `Infinity`
+   * for no bound.
+   */
+  maxHandlerMs?: number
   /** Deliveries before a message is dead-lettered. Default 10. */
   maxAttempts?: number
   /** Backoff after a handler failure. Default `{ baseMs: 1_000, maxMs: 300_000, jitter: 1 }`. */
@@ -73,6 +99,17 @@ export interface RelayOptions<O extends Outbox<any>> {
   keepDelivered?: boolean
   /** Default grace for {@link Relay.stop}, in ms. Default 10 000. */
   graceMs?: number
+  /**
+   * Where the relay logs: any object with `debug`/`info`/`warn`/`error` (pino, console, ...).
+   * Start/stop, claim and settle errors with their backoff, LISTEN reconnects, retries and dead
+   * letters; nothing on the success path. Default: silent.
+   */
+  logger?: Logger
+  /**
+   * OpenTelemetry spans and metrics through `@opentelemetry/api` when it is installed (see
+   * docs/operations.md). `false` turns them off for this relay. Default `true`.
+   */
+  telemetry?: boolean | RelayTelemetryOptions
 }
 
 /** Why a message was dead-lettered. */
@@ -95,7 +132,7 @@ export interface RelayEvents {
     settled: boolean
   }
   /** Something failed that the relay survives (it backs off and carries on). */
-  error: { error: unknown; during: 'claim' | 'settle' | 'listen' | 'listener' }
+  error: { error: unknown; during: 'claim' | 'settle' | 'listen' | 'listener' | 'lease' }
   /** A claim statement returned. */
   claimed: { count: number; limit: number }
 }
@@ -142,6 +179,8 @@ interface InFlight {
   readonly controller: AbortController
   message?: DeliveredMessage
   startedAt: number
+  /** When the lease ends, by this process's clock (claim or last extension sent + leaseMs). */
+  leaseUntil: number
   leaseTimer?: ReturnType<typeof setTimeout>
   /** Given up (lease expired or stop): never settled, slot already released. */
   abandoned: boolean
@@ -258,6 +297,29 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
   const maxAttempts = positiveInt('maxAttempts', options.maxAttempts, 10)
   const pollIntervalMs = positiveMs('pollIntervalMs', options.pollIntervalMs, 1_500)
   const leaseMs = positiveMs('leaseMs', options.leaseMs, 30_000)
+  const heartbeatMs =
+    options.heartbeatMs === false || typeof backend.extendLease !== 'function'
+      ? false
+      : positiveMs('heartbeatMs', options.heartbeatMs, leaseMs / 3)
+  if (heartbeatMs !== false && heartbeatMs > leaseMs / 2) {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `heartbeatMs (${heartbeatMs}) must be at most half of leaseMs (${leaseMs}) so an extension lands before the lease lapses, or false to turn the lease heartbeat off.`,
+      { source: 'relay' },
+    )
+  }
+  const maxHandlerMs = options.maxHandlerMs ?? 5 * leaseMs
+  if (typeof maxHandlerMs !== 'number' || !(maxHandlerMs > 0)) {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `maxHandlerMs must be a number of milliseconds > 0 (Infinity for no bound), got ${describe(maxHandlerMs)}.`,
+      { source: 'relay' },
+    )
+  }
+  // Ordered topics among this relay's: claim only the head of each key (docs/ordering.md).
+  const ordering = topics.some((t) => outbox.orderedTopics.has(t))
+    ? { continueAfterDead: [...outbox.deadLetterContinues] }
+    : undefined
   const defaultGraceMs =
     options.graceMs === undefined ? 10_000 : positiveMs('graceMs', options.graceMs, 10_000)
   const retry: ResolvedRetryPolicy = resolveRetryPolicy(options.retry)
@@ -267,6 +329,15 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
 
   const stats: RelayStats = { claimed: 0, delivered: 0, retried: 0, deadLettered: 0, errors: 0, inFlight: 0 }
   const emitter = new TypedEmitter<RelayEvents>((error) => reportError(error, 'listener'))
+  const log = resolveLogger(options.logger)
+  const telemetry = createRelayTelemetry(options.telemetry, {
+    outbox,
+    backend,
+    topics,
+    maxAttempts,
+    keepDelivered,
+    log,
+  })
   const entries = new Set<InFlight>()
   let settleQueue: PendingSettle[] = []
 
@@ -282,6 +353,9 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
   let settleTimer: ReturnType<typeof setTimeout> | undefined
   let subscription: WakeSubscription | undefined
   let idleWaiters: (() => void)[] = []
+  let heartbeatTimer: ReturnType<typeof setInterval> | undefined
+  let extending = false
+  let listenLost = false
 
   function reportError(error: unknown, during: RelayEvents['error']['during']) {
     stats.errors++
@@ -315,9 +389,16 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
       clearTimeout(pollTimer)
       pollTimer = undefined
     }
-    backend.claim({ table: outbox.table, topics, limit, leaseMs, maxAttempts }).then(
+    const claimRequest = { table: outbox.table, topics, limit, leaseMs, maxAttempts, ordering }
+    backend.claim(claimRequest).then(
       (rows) => {
         claiming = false
+        if (claimErrors > 0)
+          log.log(
+            'info',
+            { table: outbox.table.display },
+            `claims work again after ${claimErrors} failure(s)`,
+          )
         claimErrors = 0
         stats.claimed += rows.length
         if (emitter.has('claimed')) emitter.emit('claimed', { count: rows.length, limit })
@@ -335,7 +416,13 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
         reportError(error, 'claim')
         const exp = Math.min(CLAIM_BACKOFF_MAX_MS, CLAIM_BACKOFF_BASE_MS * 2 ** Math.min(claimErrors - 1, 20))
         claimWanted = false
-        armPoll(Math.max(1, Math.round(exp / 2 + (Math.random() * exp) / 2)))
+        const retryInMs = Math.max(1, Math.round(exp / 2 + (Math.random() * exp) / 2))
+        log.log(
+          'warn',
+          { table: outbox.table.display, err: error, failures: claimErrors, retryInMs },
+          `claim failed; backing off ${retryInMs} ms`,
+        )
+        armPoll(retryInMs)
       },
     )
   }
@@ -350,6 +437,8 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
       error: row.lastError ?? 'lease expired on the final attempt',
       settled: true,
     })
+    // A dead head that does not block its key: the key's next message is claimable now.
+    if (row.ordered && outbox.deadLetterContinues.has(row.topic)) claimWanted = true
   }
 
   function release(entry: InFlight) {
@@ -371,23 +460,93 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
       row,
       controller: new AbortController(),
       startedAt: Date.now(),
+      leaseUntil: Date.now() + leaseLeftMs,
       abandoned: false,
       settling: false,
       done: false,
     }
     entries.add(entry)
     stats.inFlight++
+    armLease(entry)
+    void deliver(entry)
+  }
+
+  /** Aborts the handler when its lease really lapses: the heartbeat re-arms it on each extension. */
+  function armLease(entry: InFlight) {
+    if (entry.leaseTimer) clearTimeout(entry.leaseTimer)
     entry.leaseTimer = setTimeout(
-      () => abandon(entry, 'lease expired while the handler was still running'),
-      Math.max(0, leaseLeftMs),
+      () =>
+        abandon(
+          entry,
+          heartbeatMs !== false && Date.now() - entry.startedAt >= maxHandlerMs
+            ? `lease expired: the handler ran past maxHandlerMs (${maxHandlerMs} ms), so its lease was no longer extended`
+            : 'lease expired while the handler was still running',
+        ),
+      Math.max(0, entry.leaseUntil - Date.now()),
     )
     entry.leaseTimer.unref?.()
-    void deliver(entry)
+  }
+
+  /**
+   * The lease heartbeat: one fenced statement extends the lease of every running handler's
+   * message that has used up half a heartbeat of it. A message whose extension did not apply was
+   * claimed again or changed meanwhile (its lease had lapsed): its handler is aborted, as at a lapse.
+   */
+  function heartbeat() {
+    if (extending || heartbeatMs === false || !backend.extendLease) return
+    const sentAt = Date.now()
+    const due = [...entries].filter(
+      (e) =>
+        !e.settling &&
+        !e.abandoned &&
+        sentAt + leaseMs - e.leaseUntil >= heartbeatMs / 2 &&
+        // Past maxHandlerMs the lease is left to lapse: the lease timer then aborts the handler.
+        sentAt - e.startedAt < maxHandlerMs,
+    )
+    if (due.length === 0) return
+    extending = true
+    backend
+      .extendLease({
+        table: outbox.table,
+        leaseMs,
+        rows: due.map((e) => ({ id: e.row.id, attempts: e.row.attempts })),
+      })
+      .then(
+        (ids) => {
+          const extended = new Set(ids)
+          for (const e of due) {
+            if (e.settling || e.abandoned || e.done) continue
+            if (extended.has(e.row.id)) {
+              e.leaseUntil = sentAt + leaseMs
+              armLease(e)
+            } else {
+              abandon(e, 'its lease could not be extended (it lapsed and was claimed again, or it changed)')
+            }
+          }
+        },
+        // The lease timers still fire at the real lapse; the next beat tries again.
+        (error) => {
+          log.log(
+            'warn',
+            { table: outbox.table.display, err: error, messages: due.length },
+            'extending leases failed; a handler whose lease lapses meanwhile is aborted',
+          )
+          reportError(error, 'lease')
+        },
+      )
+      .finally(() => {
+        extending = false
+      })
   }
 
   function abandon(entry: InFlight, why: string) {
     if (entry.abandoned || entry.done) return
     entry.abandoned = true
+    log.log(
+      'warn',
+      { table: outbox.table.display, id: entry.row.id, topic: entry.row.topic, attempts: entry.row.attempts },
+      `handler aborted: ${why}; the message will be delivered again`,
+    )
     entry.controller.abort(new OutboxError('RELAY_STATE', `handler aborted: ${why}`, { source: 'relay' }))
     release(entry)
   }
@@ -434,7 +593,7 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
     const handler = handlers.get(row.topic)!
     entry.startedAt = Date.now()
     try {
-      await handler(message, { signal: entry.controller.signal })
+      await telemetry.process(message, () => handler(message, { signal: entry.controller.signal }))
     } catch (error) {
       if (entry.abandoned) return
       return failed(entry, message, error)
@@ -520,10 +679,14 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
         (applied) => {
           settleErrors = 0
           const ok = new Set(applied)
+          let headDone = false
           for (const p of batch) {
             release(p.entry)
             p.emit(ok.has(p.settlement.id))
+            if (p.entry.row.ordered && p.settlement.outcome !== 'retry') headDone = true
           }
+          // A settled head of an ordered key: the key's next message may be claimable now.
+          if (headDone && running) requestClaim()
         },
         (error) => {
           settleErrors++
@@ -533,6 +696,17 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
           const exp = Math.min(
             CLAIM_BACKOFF_MAX_MS,
             CLAIM_BACKOFF_BASE_MS * 2 ** Math.min(settleErrors - 1, 20),
+          )
+          log.log(
+            'warn',
+            {
+              table: outbox.table.display,
+              err: error,
+              failures: settleErrors,
+              retryInMs: exp,
+              outcomes: batch.length,
+            },
+            `writing handler outcomes failed; retrying in ${exp} ms`,
           )
           settleTimer = setTimeout(() => {
             settleTimer = undefined
@@ -581,15 +755,33 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
       if (stopping) await stopping
       if (running) return
       running = true
+      if (heartbeatMs !== false && !heartbeatTimer) {
+        heartbeatTimer = setInterval(heartbeat, heartbeatMs)
+        heartbeatTimer.unref?.()
+      }
       if (notify && backend.listen) {
         try {
           subscription = await backend.listen(outbox.channel, {
             onWake: requestClaim,
-            onConnect: requestClaim,
-            onError: (error) =>
-              reportError(toOutboxError(error, backend.name, 'LISTEN connection'), 'listen'),
+            onConnect: () => {
+              if (listenLost)
+                log.log('info', { table: outbox.table.display }, 'LISTEN connection re-established')
+              listenLost = false
+              requestClaim()
+            },
+            onError: (error) => {
+              if (!listenLost)
+                log.log(
+                  'warn',
+                  { table: outbox.table.display, err: error },
+                  'LISTEN connection lost; reconnecting (wake-ups fall back to polling meanwhile)',
+                )
+              listenLost = true
+              reportError(toOutboxError(error, backend.name, 'LISTEN connection'), 'listen')
+            },
           })
         } catch (error) {
+          log.log('warn', { table: outbox.table.display, err: error }, 'LISTEN failed; relying on polling')
           reportError(error, 'listen')
         }
         if (!running) {
@@ -624,6 +816,10 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
         for (const entry of [...entries]) {
           if (!entry.settling) abandon(entry, 'the relay is stopping and the grace period ended')
         }
+        if (heartbeatTimer) {
+          clearInterval(heartbeatTimer)
+          heartbeatTimer = undefined
+        }
         // Give queued settles a last, bounded chance; anything left is re-delivered after its lease.
         if (settleQueue.length > 0 || flushing) {
           let lastTimer: ReturnType<typeof setTimeout> | undefined
@@ -651,5 +847,9 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
       return stopping
     },
   }
-  return relay
+  return instrumentRelay(relay, {
+    log,
+    telemetry,
+    describe: { table: outbox.table.display, topics, concurrency, leaseMs, pollIntervalMs, notify },
+  })
 }

@@ -87,6 +87,7 @@ describe('attempts at claim, dead-letter at claim', () => {
         },
       },
       leaseMs: 250,
+      heartbeatMs: false, // a hung handler on a live relay stands in for a crash: no lease extension
       maxAttempts: 3,
       pollIntervalMs: 50,
       notify: false,
@@ -168,6 +169,7 @@ describe('fencing of a stale outcome through the relay', () => {
             },
           },
           leaseMs: 300,
+          heartbeatMs: false, // A goes stale: its lease must lapse while its handler runs
           concurrency: 5,
           pollIntervalMs: 60_000,
           notify: false,

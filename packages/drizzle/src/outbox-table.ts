@@ -2,11 +2,13 @@ import { describe, OutboxError, outboxIndexNames, parseTableName, type TableRef 
 import { sql } from 'drizzle-orm'
 import {
   type AnyPgColumn,
+  bigint,
   check,
   index,
   integer,
   jsonb,
   pgSchema,
+  pgSequence,
   pgTable,
   text,
   timestamp,
@@ -45,19 +47,28 @@ function columns() {
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     dedupKey: text('dedup_key'),
     lastError: text('last_error'),
+    /** Position in its key's order, for messages of ordered topics (`null` otherwise). */
+    seq: bigint('seq', { mode: 'number' }),
   }
 }
 
-/** The `state` check and the two partial indexes, named as `migrate` names them. */
+/** The `state` check and the three partial indexes, named as `migrate` names them. */
 function extras(table: TableRef) {
-  const { due, dedupKey } = outboxIndexNames(table)
-  return (t: { id: AnyPgColumn; availableAt: AnyPgColumn; dedupKey: AnyPgColumn }) => [
+  const { due, dedupKey, keySeq } = outboxIndexNames(table)
+  return (t: {
+    id: AnyPgColumn
+    key: AnyPgColumn
+    seq: AnyPgColumn
+    availableAt: AnyPgColumn
+    dedupKey: AnyPgColumn
+  }) => [
     check(
       derivedName(table.name, 'state', 'check'),
       sql`state IN ('pending', 'processing', 'delivered', 'dead')`,
     ),
     index(due).on(t.availableAt, t.id).where(sql`state IN ('pending', 'processing')`),
     uniqueIndex(dedupKey).on(t.dedupKey).where(sql`dedup_key IS NOT NULL`),
+    index(keySeq).on(t.key, t.seq).where(sql`seq IS NOT NULL AND state <> 'delivered'`),
   ]
 }
 
@@ -81,7 +92,7 @@ function tableRef(table: unknown): TableRef {
 
 /**
  * The outbox table as a Drizzle `pgTable`, for drizzle-kit: the same columns, types, defaults,
- * `state` check and the two partial indexes that `migrate` creates, so `drizzle-kit generate`
+ * `state` check and the three partial indexes that `migrate` creates, so `drizzle-kit generate`
  * writes the outbox into your migrations (and `drizzle-kit push` sees no difference from a table
  * `migrate` created). Export it from your Drizzle schema file.
  *
@@ -102,4 +113,24 @@ export function outboxTable(table: string | { readonly table: TableRef } = 'outb
   if (ref.schema === null) return build(ref)
   // The same table in a PostgreSQL schema; typed like the unqualified one (only `schema` differs).
   return pgSchema(ref.schema).table(ref.name, columns(), extras(ref)) as unknown as OutboxTable
+}
+
+/**
+ * The sequence that numbers messages of ordered topics (`defineOutbox({ orderedTopics })`), as
+ * `migrate` creates it, for `drizzle-kit generate`: export it from your Drizzle schema file next
+ * to {@link outboxTable} when your migrations come from drizzle-kit rather than `migrate`, since
+ * a publish to an ordered topic needs it. Not for `drizzle-kit push`: the sequence is owned by the
+ * `seq` column, which push takes as that column's own sequence, so push needs no export.
+ *
+ * @param table - as for {@link outboxTable}
+ * @example
+ * ```ts
+ * export const outbox = outboxTable(myOutbox)
+ * export const outboxSeq = outboxSequence(myOutbox)
+ * ```
+ */
+export function outboxSequence(table: string | { readonly table: TableRef } = 'outbox') {
+  const ref = tableRef(table)
+  const { sequence } = outboxIndexNames(ref)
+  return ref.schema === null ? pgSequence(sequence) : pgSchema(ref.schema).sequence(sequence)
 }

@@ -8,6 +8,7 @@ import { drizzle } from 'drizzle-orm/node-postgres'
 import { getTableConfig } from 'drizzle-orm/pg-core'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { outboxSequence } from '../src/outbox-table.js'
 
 const url = testDatabaseUrl()
 const inspector = serverInspector()
@@ -81,8 +82,8 @@ describe('outboxTable and drizzle-kit', () => {
       expect(statements.join('\n')).toContain(`CREATE TABLE "${name}"`)
       await runIn(viaKit, statements)
       const expected = await describeTable(viaMigrate, name)
-      expect(expected.columns).toHaveLength(11)
-      expect(expected.indexes).toHaveLength(3)
+      expect(expected.columns).toHaveLength(12)
+      expect(expected.indexes).toHaveLength(4)
       expect(await describeTable(viaKit, name)).toEqual(expected)
     })
   }
@@ -97,6 +98,29 @@ describe('outboxTable and drizzle-kit', () => {
     const statements = await drizzleKitSql({ outbox: outboxTable(`${viaKit}.${name}`) })
     expect(statements.join('\n')).toContain(`CREATE TABLE "${viaKit}"."${name}"`)
     await runIn('public', statements)
+    expect(await describeTable(viaKit, name)).toEqual(await describeTable(viaMigrate, name))
+  })
+
+  test('outboxSequence: drizzle-kit creates the sequence of ordered topics as migrate does', async () => {
+    const name = 'orders_seq_outbox'
+    await migrate(defineOutbox({ table: `${viaMigrate}.${name}` }), backend)
+    const statements = await drizzleKitSql({
+      outbox: outboxTable(`${viaKit}.${name}`),
+      outboxSeq: outboxSequence(`${viaKit}.${name}`),
+    })
+    expect(statements.join('\n')).toContain(`CREATE SEQUENCE "${viaKit}"."${name}_seq_seq"`)
+    await runIn('public', statements)
+    const sequence = async (schema: string) =>
+      inspector.query(
+        `SELECT sequencename, data_type::text, start_value, min_value, max_value, increment_by, cycle, cache_size
+         FROM pg_sequences WHERE schemaname = $1`,
+        [schema],
+      )
+    const expected = await sequence(viaMigrate)
+    expect(expected.map((s) => s.sequencename)).toContain(`${name}_seq_seq`)
+    expect((await sequence(viaKit)).filter((s) => s.sequencename === `${name}_seq_seq`)).toEqual(
+      expected.filter((s) => s.sequencename === `${name}_seq_seq`),
+    )
     expect(await describeTable(viaKit, name)).toEqual(await describeTable(viaMigrate, name))
   })
 
@@ -142,6 +166,7 @@ describe('outboxTable and drizzle-kit', () => {
       expect(row!.availableAt.getTime() - row!.createdAt.getTime()).toBeGreaterThanOrEqual(900)
       expect(row!.dedupKey).toBeNull()
       expect(row!.lastError).toBeNull()
+      expect(row!.seq).toBeNull() // only messages of ordered topics are numbered
     } finally {
       await inspector.query(`DROP TABLE IF EXISTS ${name}`)
     }

@@ -46,4 +46,9 @@ export interface OutboxTable<TPayload = unknown> {
   dedup_key: string | null
   /** The last handler error, `Cancel` reason or dead-letter cause. */
   last_error: string | null
+  /**
+   * Position in its key's order for messages of ordered topics, `null` otherwise (`bigint`, read
+   * as a string by node-postgres). Written by `publish` only.
+   */
+  seq: ColumnType<string | null, never, never>
 }

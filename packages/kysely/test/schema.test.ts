@@ -75,6 +75,7 @@ test('a Kysely migration creates the outbox with outboxDdl, and is safe to run a
   expect(indexes.map((r) => r.indexname).sort()).toEqual([
     'outbox_dedup_key_idx',
     'outbox_due_idx',
+    'outbox_key_seq_idx',
     'outbox_pkey',
   ])
 })

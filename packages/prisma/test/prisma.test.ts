@@ -398,12 +398,15 @@ describe('the outbox model and SQL for Prisma Migrate', () => {
       [schema],
     )
     const model = readFileSync(shippedModelPath, 'utf8')
-    const fields = [...model.matchAll(/^ {2}(\w+) +(String|Json|Int|DateTime)(\?)?(?: +(.*))?$/gm)].map(
-      ([, field, type, optional, attrs]) => ({
-        column: /@map\("([^"]+)"\)/.exec(attrs ?? '')?.[1] ?? field,
-        type:
-          type === 'Int'
-            ? 'integer'
+    const fields = [
+      ...model.matchAll(/^ {2}(\w+) +(String|Json|Int|BigInt|DateTime)(\?)?(?: +(.*))?$/gm),
+    ].map(([, field, type, optional, attrs]) => ({
+      column: /@map\("([^"]+)"\)/.exec(attrs ?? '')?.[1] ?? field,
+      type:
+        type === 'Int'
+          ? 'integer'
+          : type === 'BigInt'
+            ? 'bigint'
             : type === 'Json'
               ? 'jsonb'
               : type === 'DateTime'
@@ -411,9 +414,8 @@ describe('the outbox model and SQL for Prisma Migrate', () => {
                 : attrs?.includes('@db.Uuid')
                   ? 'uuid'
                   : 'text',
-        nullable: optional ? 'YES' : 'NO',
-      }),
-    )
+      nullable: optional ? 'YES' : 'NO',
+    }))
     expect(
       columns.map((c) => ({ column: c.column_name, type: c.data_type, nullable: c.is_nullable })),
     ).toEqual(fields)
@@ -440,6 +442,7 @@ describe('the outbox model and SQL for Prisma Migrate', () => {
       attempts: 0,
       dedupKey: 'model-1',
       lastError: null,
+      seq: null, // only messages of ordered topics are numbered
     })
     expect(row.availableAt).toBeInstanceOf(Date)
     expect(row.createdAt).toBeInstanceOf(Date)

@@ -32,6 +32,11 @@ export interface OutboxMessageRow<TPayload = unknown> {
   dedupKey: string | null
   /** The last handler error, `Cancel` reason or dead-letter cause (`last_error`). */
   lastError: string | null
+  /**
+   * Position in its key's order for messages of ordered topics, `null` otherwise (`bigint`, read
+   * as a string by node-postgres).
+   */
+  seq: string | null
 }
 
 /** Options of {@link createOutboxEntity}. */
@@ -45,10 +50,14 @@ export interface OutboxEntityOptions {
 
 /**
  * A TypeORM `EntitySchema` that maps the outbox table exactly as core's DDL creates it (columns,
- * defaults, the `state` check, the primary key and both partial indexes, under PostgreSQL's own
+ * defaults, the `state` check, the primary key and the three partial indexes, under PostgreSQL's own
  * names), so `migration:generate` and `synchronize` see no difference after
  * {@link createOutboxMigration} ran. No decorators are involved, so your build needs neither
  * `experimentalDecorators` nor `emitDecoratorMetadata`.
+ *
+ * `synchronize` creates the table but not the sequence that numbers messages of ordered topics
+ * (`defineOutbox({ orderedTopics })`): with ordered topics, create the outbox with
+ * {@link createOutboxMigration} or `migrate()`.
  *
  * Use it to read, count, purge or inspect outbox rows with TypeORM. Write messages with
  * `publish`, never with `save()`: `publish` validates them, assigns the UUIDv7 id and wakes the relay.
@@ -90,6 +99,7 @@ export function createOutboxEntity<TPayload = unknown>(
       createdAt: { name: 'created_at', type: 'timestamptz', default: () => 'now()' },
       dedupKey: { name: 'dedup_key', type: 'text', nullable: true },
       lastError: { name: 'last_error', type: 'text', nullable: true },
+      seq: { type: 'bigint', nullable: true },
     },
     checks: [
       {
@@ -108,6 +118,11 @@ export function createOutboxEntity<TPayload = unknown>(
         columns: ['dedupKey'],
         unique: true,
         where: 'dedup_key IS NOT NULL',
+      },
+      {
+        name: outboxIndexNames(table).keySeq,
+        columns: ['key', 'seq'],
+        where: `seq IS NOT NULL AND state <> 'delivered'`,
       },
     ],
   })

@@ -122,6 +122,7 @@ describe('entity and migration', () => {
       expect(indexes.map((i) => i.indexname)).toEqual([
         `${table}_dedup_key_idx`,
         `${table}_due_idx`,
+        `${table}_key_seq_idx`,
         `${table}_pkey`,
       ])
     } finally {

@@ -16,6 +16,13 @@ export interface OutboxIndexNames {
   readonly due: string
   /** Partial unique index on `dedup_key`: backs producer-side deduplication. */
   readonly dedupKey: string
+  /**
+   * Partial index on `(key, seq)` for rows of ordered topics that are not delivered: serves the
+   * claim's head-of-key check (see docs/ordering.md).
+   */
+  readonly keySeq: string
+  /** The sequence that numbers messages of ordered topics (a sequence, not an index; owned by the `seq` column). */
+  readonly sequence: string
 }
 
 /**
@@ -25,7 +32,12 @@ export interface OutboxIndexNames {
  */
 export function outboxIndexNames(table: TableRef): OutboxIndexNames {
   const derive = (suffix: string) => `${table.name.slice(0, 63 - suffix.length - 1)}_${suffix}`
-  return { due: derive('due_idx'), dedupKey: derive('dedup_key_idx') }
+  return {
+    due: derive('due_idx'),
+    dedupKey: derive('dedup_key_idx'),
+    keySeq: derive('key_seq_idx'),
+    sequence: derive('seq_seq'),
+  }
 }
 
 /** Every SQL statement outboxkit runs on PostgreSQL for one table. Parameters are positional. */
@@ -56,6 +68,40 @@ export interface PostgresStatements {
   readonly purge: string
   /** $1 ids[] or null, $2 topics[] or null. */
   readonly redrive: string
+  /**
+   * Read-only counts by topic and state: $1 states[]. Rows: (topic, state, n, oldest_age_ms,
+   * oldest_due_lag_ms).
+   */
+  readonly stats: string
+  /**
+   * Dead rows, newest death first: $1 topics[] or null, $2 limit, then the cursor: $3 `dead_ms`
+   * and $4 `id` of the last row of the previous page (both null for the first page).
+   */
+  readonly listDead: string
+  /** Deletes dead rows: $1 ids[] or null, $2 topics[] or null. */
+  readonly discard: string
+  /**
+   * `publishOne` for a message of an ordered topic: takes the transaction-scoped advisory lock on
+   * (table, key) first, then numbers the row from the table's sequence (`seq`). Same parameters.
+   */
+  readonly publishOneOrdered: string
+  /** `publishMany` with ordered messages: $9 the ordered topics (text[]); their keys are locked in sorted order first. */
+  readonly publishManyOrdered: string
+  /** `publishOneOrdered`, guarded like {@link PostgresStatements.publishOneGuarded}. */
+  readonly publishOneOrderedGuarded: string
+  /** `publishManyOrdered`, guarded like {@link PostgresStatements.publishOneGuarded}. */
+  readonly publishManyOrderedGuarded: string
+  /**
+   * `claim` that takes only the head of each key among ordered rows (`seq IS NOT NULL`): $1..$4 as
+   * `claim`, $5 the topics whose dead messages do not block their key (text[]).
+   */
+  readonly claimOrdered: string
+  /**
+   * Keys of ordered rows whose head (lowest `seq` not delivered) is dead, or with $5 also
+   * retrying: $1 topics whose dead messages do not block (text[]), $2 head topics[] or null,
+   * $3 after key or null, $4 limit, $5 include retrying heads.
+   */
+  readonly blockedKeys: string
 }
 
 /**
@@ -79,6 +125,9 @@ export function postgresStatements(table: TableRef): PostgresStatements {
   const t = qualifiedTable(table)
   const live = `state IN ('pending', 'processing')`
   const indexes = outboxIndexNames(table)
+  const sequence = table.schema
+    ? `${quoteIdent(table.schema)}.${quoteIdent(indexes.sequence)}`
+    : quoteIdent(indexes.sequence)
   const ddl = [
     `CREATE TABLE IF NOT EXISTS ${t} (
   id uuid PRIMARY KEY,
@@ -95,13 +144,40 @@ export function postgresStatements(table: TableRef): PostgresStatements {
 )`,
     `CREATE INDEX IF NOT EXISTS ${quoteIdent(indexes.due)} ON ${t} (available_at, id) WHERE ${live}`,
     `CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(indexes.dedupKey)} ON ${t} (dedup_key) WHERE dedup_key IS NOT NULL`,
+    // Per-key ordering (docs/ordering.md). ADD COLUMN IF NOT EXISTS upgrades a table created
+    // before it; a nullable column without default is added without rewriting the table.
+    `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS seq bigint`,
+    `CREATE SEQUENCE IF NOT EXISTS ${sequence} OWNED BY ${t}.seq`,
+    `CREATE INDEX IF NOT EXISTS ${quoteIdent(indexes.keySeq)} ON ${t} (key, seq) WHERE seq IS NOT NULL AND state <> 'delivered'`,
   ].join(';\n')
   const migrate = `SELECT pg_advisory_xact_lock(hashtext(${literal(`outboxkit:migrate:${cacheKey}`)}));\n${ddl}`
-  const publish = (many: boolean, guarded: boolean) => {
+  // Ordered messages: the key's transaction-scoped advisory lock is taken in a MATERIALIZED CTE
+  // that the INSERT's rows are joined with, so no row is numbered (nextval) before every lock of
+  // the statement is held. Concurrent producers of a key therefore number their rows in the order
+  // they commit (the lock is released at commit); see docs/ordering.md.
+  const keyLock = (key: string) => `hashtextextended(${literal(`outboxkit:key:${cacheKey}:`)} || ${key}, 0)`
+  const nextSeq = `nextval(${literal(sequence)}::regclass)`
+  const publish = (many: boolean, guarded: boolean, ordered = false) => {
     // Guarded: write only when the transaction marker (POSTGRES_TRANSACTION_MARKER, sent just
     // before on the same connection) is still set, i.e. the marker's transaction still runs.
     const ok = guarded ? 'guard.ok' : 'true'
     const from = guarded ? ' FROM guard' : ''
+    const lock = !ordered
+      ? ''
+      : many
+        ? `lk AS MATERIALIZED (
+  SELECT count(pg_advisory_xact_lock(h)) AS n FROM (
+    SELECT DISTINCT ${keyLock('key')} AS h FROM m${guarded ? ', guard' : ''}
+    WHERE ${guarded ? 'guard.ok AND ' : ''}key IS NOT NULL AND topic = ANY($9::text[]) ORDER BY 1
+  ) AS k
+)`
+        : `lk AS MATERIALIZED (SELECT count(pg_advisory_xact_lock(${keyLock('$3::text')})) AS n${guarded ? ' FROM guard WHERE guard.ok' : ''})`
+    const seqColumn = ordered ? ', seq' : ''
+    const seqValue = !ordered
+      ? ''
+      : many
+        ? `, CASE WHEN topic = ANY($9::text[]) THEN ${nextSeq} END`
+        : `, ${nextSeq}`
     const ctes = [
       guarded
         ? `guard AS (SELECT current_setting('outboxkit.in_tx', true) IS NOT DISTINCT FROM 'on' AS ok)`
@@ -112,12 +188,15 @@ export function postgresStatements(table: TableRef): PostgresStatements {
     WITH ORDINALITY AS m(id, topic, key, payload, headers, delay_ms, dedup_key, ord)
 )`
         : '',
+      lock,
       `ins AS (
-  INSERT INTO ${t} (id, topic, key, payload, headers, available_at, dedup_key)
+  INSERT INTO ${t} (id, topic, key, payload, headers, available_at, dedup_key${seqColumn})
   ${
     many
-      ? `SELECT id, topic, key, payload::jsonb, headers::jsonb, now() + delay_ms * interval '1 millisecond', dedup_key FROM m${guarded ? ', guard WHERE guard.ok' : ''} ORDER BY ord`
-      : `SELECT $1::uuid, $2::text, $3::text, $4::text::jsonb, $5::text::jsonb, now() + $6::float8 * interval '1 millisecond', $7::text${from}${guarded ? ' WHERE guard.ok' : ''}`
+      ? `SELECT id, topic, key, payload::jsonb, headers::jsonb, now() + delay_ms * interval '1 millisecond', dedup_key${seqValue} FROM m${ordered ? ' CROSS JOIN lk' : ''}${guarded ? ', guard WHERE guard.ok' : ''} ORDER BY ord`
+      : `SELECT $1::uuid, $2::text, $3::text, $4::text::jsonb, $5::text::jsonb, now() + $6::float8 * interval '1 millisecond', $7::text${seqValue}${
+          ordered ? ` FROM lk${guarded ? ', guard' : ''}` : from
+        }${guarded ? ' WHERE guard.ok' : ''}`
   }
   ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL DO NOTHING
   RETURNING id
@@ -138,12 +217,28 @@ UNION ALL SELECT NULL, '${POSTGRES_NOT_IN_TRANSACTION}', false FROM guard WHERE 
   const publishMany = publish(true, false)
   const publishOneGuarded = publish(false, true)
   const publishManyGuarded = publish(true, true)
-  const claim = `WITH due AS (
-  SELECT id FROM ${t}
-  WHERE ${live} AND available_at <= now() AND topic = ANY($1::text[])
+  const publishOneOrdered = publish(false, false, true)
+  const publishManyOrdered = publish(true, false, true)
+  const publishOneOrderedGuarded = publish(false, true, true)
+  const publishManyOrderedGuarded = publish(true, true, true)
+  // The head-of-key check for ordered rows: no row of the same key with a smaller seq that is
+  // still to deliver (pending, processing) or dead (unless its topic lets a dead head be skipped).
+  // Served by the partial (key, seq) index: one short index probe per candidate.
+  const claimSql = (ordered: boolean) => `WITH due AS (
+  SELECT ${ordered ? 'c.' : ''}id FROM ${t}${ordered ? ' AS c' : ''}
+  WHERE ${live} AND available_at <= now() AND topic = ANY($1::text[])${
+    ordered
+      ? `
+    AND (c.seq IS NULL OR NOT EXISTS (
+      SELECT 1 FROM ${t} AS p
+      WHERE p.key = c.key AND p.seq < c.seq AND p.seq IS NOT NULL AND p.state <> 'delivered'
+        AND (p.state <> 'dead' OR p.topic <> ALL($5::text[]))
+    ))`
+      : ''
+  }
   ORDER BY available_at, id
   LIMIT $2
-  FOR UPDATE SKIP LOCKED
+  FOR UPDATE${ordered ? ' OF c' : ''} SKIP LOCKED
 )
 UPDATE ${t} AS o SET
   state = CASE WHEN o.attempts >= $4 THEN 'dead' ELSE 'processing' END,
@@ -155,7 +250,9 @@ UPDATE ${t} AS o SET
     ELSE o.last_error END
 FROM due WHERE o.id = due.id
 RETURNING o.id::text AS id, o.topic, o.key, o.payload::text AS payload, o.headers::text AS headers, o.attempts,
-  o.state, (extract(epoch FROM o.created_at) * 1000)::float8 AS created_ms, o.last_error`
+  o.state, (extract(epoch FROM o.created_at) * 1000)::float8 AS created_ms, o.last_error${ordered ? ', o.seq IS NOT NULL AS ordered' : ''}`
+  const claim = claimSql(false)
+  const claimOrdered = claimSql(true)
   const settle = `WITH s AS (
   SELECT * FROM unnest($1::uuid[], $2::int4[], $3::text[], $4::float8[], $5::text[]) AS s(id, attempts, outcome, delay_ms, error)
 ), del AS (
@@ -179,6 +276,35 @@ RETURNING o.id::text AS id`
   const purge = `DELETE FROM ${t} WHERE state = ANY($1::text[]) AND available_at <= now() - $2::float8 * interval '1 millisecond'`
   const redrive = `UPDATE ${t} SET state = 'pending', attempts = 0, available_at = now()
 WHERE state = 'dead' AND ($1::uuid[] IS NULL OR id = ANY($1::uuid[])) AND ($2::text[] IS NULL OR topic = ANY($2::text[]))`
+  const stats = `SELECT topic, state, count(*)::int AS n,
+  (extract(epoch FROM now() - min(created_at)) * 1000)::float8 AS oldest_age_ms,
+  (extract(epoch FROM now() - min(available_at) FILTER (WHERE ${live} AND available_at <= now())) * 1000)::float8 AS oldest_due_lag_ms
+FROM ${t} WHERE state = ANY($1::text[]) GROUP BY topic, state`
+  // Paged by (death time truncated to the millisecond, id), newest first: the cursor is the
+  // last row's (dead_ms, id) exactly as returned, so no row is skipped or repeated between pages.
+  const deadMs = 'floor(extract(epoch FROM available_at) * 1000)'
+  const listDead = `SELECT id::text AS id, topic, key, payload::text AS payload, headers::text AS headers, attempts, last_error,
+  (extract(epoch FROM created_at) * 1000)::float8 AS created_ms, ${deadMs}::float8 AS dead_ms
+FROM ${t} WHERE state = 'dead' AND ($1::text[] IS NULL OR topic = ANY($1::text[]))
+  AND ($3::float8 IS NULL OR (${deadMs}, id) < ($3::float8::numeric, $4::uuid))
+ORDER BY ${deadMs} DESC, id DESC LIMIT $2`
+  const discard = `DELETE FROM ${t}
+WHERE state = 'dead' AND ($1::uuid[] IS NULL OR id = ANY($1::uuid[])) AND ($2::text[] IS NULL OR topic = ANY($2::text[]))`
+  const blockedKeys = `WITH heads AS (
+  SELECT DISTINCT ON (key) key, id, topic, state, attempts, last_error, seq,
+    (extract(epoch FROM available_at) * 1000)::float8 AS since_ms, (extract(epoch FROM created_at) * 1000)::float8 AS created_ms
+  FROM ${t}
+  WHERE seq IS NOT NULL AND state <> 'delivered' AND (state <> 'dead' OR topic <> ALL($1::text[]))
+    AND ($3::text IS NULL OR key > $3::text)
+  ORDER BY key, seq
+)
+SELECT h.key, h.id::text AS id, h.topic, h.state, h.attempts, h.last_error, h.since_ms, h.created_ms,
+  (SELECT count(*) FROM ${t} AS w
+   WHERE w.key = h.key AND w.seq > h.seq AND w.seq IS NOT NULL AND w.state IN ('pending', 'processing'))::int AS waiting
+FROM heads AS h
+WHERE (h.state = 'dead' OR ($5::bool AND h.state = 'pending' AND h.attempts > 0))
+  AND ($2::text[] IS NULL OR h.topic = ANY($2::text[]))
+ORDER BY h.key LIMIT $4`
   const statements = {
     ddl,
     migrate,
@@ -191,6 +317,15 @@ WHERE state = 'dead' AND ($1::uuid[] IS NULL OR id = ANY($1::uuid[])) AND ($2::t
     extendLease,
     purge,
     redrive,
+    stats,
+    listDead,
+    discard,
+    publishOneOrdered,
+    publishManyOrdered,
+    publishOneOrderedGuarded,
+    publishManyOrderedGuarded,
+    claimOrdered,
+    blockedKeys,
   }
   cache.set(cacheKey, statements)
   return statements

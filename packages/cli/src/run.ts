@@ -1,0 +1,185 @@
+import { readFileSync } from 'node:fs'
+import { isOutboxError } from '@outboxkit/core'
+import type { Command } from './command.js'
+import { deadListCommand, discardCommand, redriveCommand } from './commands/dead.js'
+import { migrateCommand, sqlCommand } from './commands/migrate.js'
+import { purgeCommand } from './commands/purge.js'
+import { statsCommand } from './commands/stats.js'
+import { type CliIo, createContext } from './context.js'
+import { parseCommandArgs, UsageError } from './usage.js'
+
+/** Exit codes scripts can rely on. */
+export const EXIT = {
+  /** The command did what it was asked. */
+  ok: 0,
+  /** The command was well formed but failed: database unreachable, table missing, timeout, ... */
+  operational: 1,
+  /** The command line was wrong: unknown command or option, bad value, DATABASE_URL missing. */
+  usage: 2,
+} as const
+
+/** Every command, in the order of the help. */
+export const commands: readonly Command[] = [
+  migrateCommand,
+  sqlCommand,
+  statsCommand,
+  deadListCommand,
+  redriveCommand,
+  discardCommand,
+  purgeCommand,
+]
+
+const COMMON_HELP = `Options (every command):
+  --table <name>   the outbox table: 'table' or 'schema.table'
+                   (default: $OUTBOX_TABLE, else 'outbox')
+  --json           machine-readable output on stdout (errors as JSON on stderr)
+  -h, --help       this help
+
+Environment:
+  DATABASE_URL     the PostgreSQL connection string (every command but sql)
+
+Exit codes: 0 ok, 1 operational error (database unreachable, table missing, timeout),
+2 usage error (unknown command or option, bad value, DATABASE_URL not set).`
+
+function mainHelp(): string {
+  const width = Math.max(...commands.map((c) => c.name.length))
+  return `outboxkit: operate an outboxkit outbox table on PostgreSQL
+
+Usage: outboxkit <command> [options]
+
+Commands:
+${commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`).join('\n')}
+
+Run \`outboxkit <command> --help\` for a command's options.
+
+${COMMON_HELP}`
+}
+
+function commandHelp(command: Command): string {
+  return `${command.usage}
+
+${command.summary[0]!.toUpperCase()}${command.summary.slice(1)}.
+
+${command.details}
+
+${COMMON_HELP}`
+}
+
+function version(): string {
+  try {
+    return (
+      JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+    ).version
+  } catch {
+    return 'unknown'
+  }
+}
+
+/** Finds the command named by the first one or two words; returns it with the remaining args. */
+function resolve(argv: string[]): { command: Command; rest: string[] } | undefined {
+  const two = commands.find((c) => c.name === `${argv[0]} ${argv[1]}`)
+  if (two) return { command: two, rest: argv.slice(2) }
+  const one = commands.find((c) => c.name === argv[0])
+  return one ? { command: one, rest: argv.slice(1) } : undefined
+}
+
+function hint(error: unknown, table: string): string {
+  const text = error instanceof Error ? error.message : String(error)
+  if (/relation .* does not exist/i.test(text))
+    return `\nThe table does not exist: create it with \`outboxkit migrate --table ${table}\`.`
+  if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|timeout|timed out|password authentication/i.test(text)) {
+    return '\nCheck DATABASE_URL and that PostgreSQL is reachable from here.'
+  }
+  return ''
+}
+
+/**
+ * Runs the `outboxkit` command line with `argv` (without `node` and the script) and returns the
+ * exit code: 0 ok, 1 operational error, 2 usage error. Never throws.
+ */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  const jsonWanted = argv.includes('--json')
+  const fail = (code: number, kind: string, message: string): number => {
+    io.stderr(jsonWanted ? JSON.stringify({ error: { code: kind, message } }) : `outboxkit: ${message}`)
+    return code
+  }
+  const [first] = argv
+  if (first === undefined || first === 'help' || first === '--help' || first === '-h') {
+    const target = first === 'help' && argv.length > 1 ? resolve(argv.slice(1)) : undefined
+    if (first === 'help' && argv.length > 1 && !target) {
+      return fail(
+        EXIT.usage,
+        'USAGE',
+        `unknown command ${JSON.stringify(argv.slice(1).join(' '))}. Run \`outboxkit --help\`.`,
+      )
+    }
+    if (first === undefined) {
+      io.stderr(mainHelp())
+      return EXIT.usage
+    }
+    io.stdout(target ? commandHelp(target.command) : mainHelp())
+    return EXIT.ok
+  }
+  if (first === '--version' || first === '-v') {
+    io.stdout(version())
+    return EXIT.ok
+  }
+  const found = resolve(argv)
+  if (!found) {
+    if (first === 'dead') {
+      if (argv[1] === '--help' || argv[1] === '-h') {
+        io.stdout(
+          `Dead-letter commands:\n\n${commands
+            .filter(
+              (c) =>
+                c.name.startsWith('dead ') ||
+                c.name === 'redrive' ||
+                c.name === 'discard' ||
+                c.name === 'purge',
+            )
+            .map((c) => `  ${c.usage}`)
+            .join('\n')}`,
+        )
+        return EXIT.ok
+      }
+      return fail(
+        EXIT.usage,
+        'USAGE',
+        'dead needs a subcommand: `outboxkit dead list`. Run `outboxkit dead --help`.',
+      )
+    }
+    return fail(
+      EXIT.usage,
+      'USAGE',
+      `unknown command ${JSON.stringify(first)}. Run \`outboxkit --help\` for the list.`,
+    )
+  }
+  const { command, rest } = found
+  let context: ReturnType<typeof createContext> | undefined
+  try {
+    const { values } = parseCommandArgs(command.name, rest, command.options)
+    if (values.help) {
+      io.stdout(commandHelp(command))
+      return EXIT.ok
+    }
+    context = createContext(io, command.name, values as { table?: string; json?: boolean })
+    await command.run(values as Record<string, unknown>, context)
+    return EXIT.ok
+  } catch (error) {
+    if (error instanceof UsageError) {
+      return fail(
+        EXIT.usage,
+        'USAGE',
+        `${error.message}\nRun \`outboxkit ${error.command ?? command.name} --help\`.`,
+      )
+    }
+    if (isOutboxError(error, 'INVALID_CONFIG')) {
+      return fail(EXIT.usage, error.code, error.message.replace(/^\[outboxkit\] /, ''))
+    }
+    const code = isOutboxError(error) ? error.code : 'ERROR'
+    const message = (error instanceof Error ? error.message : String(error)).replace(/^\[outboxkit\] /, '')
+    return fail(EXIT.operational, code, `${message}${hint(error, context?.outbox.table.display ?? 'outbox')}`)
+  } finally {
+    await context?.close().catch(() => {})
+  }
+}
