@@ -3,6 +3,7 @@ import {
   describe,
   OutboxError,
   type PostgresPublishStatement,
+  statementName,
 } from '@outboxkit/core'
 import pg from 'pg'
 
@@ -68,8 +69,15 @@ function transactionBoundQuery(
   statement: PostgresPublishStatement,
   callback: (err: Error | null, res?: pg.QueryResult) => void,
 ): pg.Query {
-  // Unnamed (no server-side prepared statement): works through PgBouncer in transaction mode.
-  const query = new pg.Query({ text: statement.text, values: statement.values } as pg.QueryConfig)
+  // A named prepared statement (per connection, the name hashed from the text): PostgreSQL parses
+  // and plans the CTE once instead of on every publish, which measured 2.3x the transactions per
+  // second with 16 producers (docs/performance.md). Through PgBouncer in transaction mode this
+  // needs PgBouncer 1.21+ with max_prepared_statements > 0.
+  const query = new pg.Query({
+    text: statement.text,
+    values: statement.values,
+    name: statementName(statement.name, statement.text),
+  } as pg.QueryConfig)
   const send = query.submit
   ;(query as unknown as { callback: typeof callback }).callback = callback
   // pg's client treats an Error returned from submit() as the query's failure and sends nothing.
