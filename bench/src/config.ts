@@ -1,0 +1,62 @@
+import type { LatencyContender } from './jobs.js'
+
+/** Sizes and durations of one bench run. */
+export interface BenchConfig {
+  mode: 'quick' | 'full'
+  drainBacklog: number
+  drainRounds: number
+  publishProducers: number
+  publishDurationMs: number
+  publishWarmupMs: number
+  publishRounds: number
+  latencyRates: number[]
+  latencyContenders: LatencyContender[]
+  latencyDurationMs: number
+  latencyProducers: number
+  mixedDurationMs: number
+  mixedProducers: number
+  growthSizes: number[]
+  staleSize: number
+  deadSize: number
+}
+
+/** `pnpm bench --quick` (a few minutes) or the full run. */
+export function benchConfig(quick: boolean): BenchConfig {
+  return quick
+    ? {
+        mode: 'quick',
+        drainBacklog: 20_000,
+        drainRounds: 1,
+        publishProducers: 16,
+        publishDurationMs: 3_000,
+        publishWarmupMs: 500,
+        publishRounds: 2,
+        latencyRates: [1_000, 5_000],
+        latencyContenders: ['outboxkit', 'graphile-best', 'proto-adaptive'],
+        latencyDurationMs: 5_000,
+        latencyProducers: 16,
+        mixedDurationMs: 15_000,
+        mixedProducers: 16,
+        growthSizes: [10_000, 100_000],
+        staleSize: 100_000,
+        deadSize: 100_000,
+      }
+    : {
+        mode: 'full',
+        drainBacklog: 100_000,
+        drainRounds: 3,
+        publishProducers: 16,
+        publishDurationMs: 15_000,
+        publishWarmupMs: 2_000,
+        publishRounds: 3,
+        latencyRates: [1_000, 5_000],
+        latencyContenders: ['outboxkit', 'graphile-best', 'graphile-defaults', 'proto-adaptive'],
+        latencyDurationMs: 15_000,
+        latencyProducers: 16,
+        mixedDurationMs: 60_000,
+        mixedProducers: 16,
+        growthSizes: [10_000, 100_000, 1_000_000],
+        staleSize: 100_000,
+        deadSize: 1_000_000,
+      }
+}

@@ -1,0 +1,138 @@
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { benchConfig } from './config.js'
+import { adminPool, BENCH_DATABASE, benchUrl, ensureBenchDatabase } from './db.js'
+import { loadAverage, machineInfo } from './machine.js'
+import { renderMarkdown } from './report/markdown.js'
+import { renderDrainSvg, renderLatencySvg } from './report/svg.js'
+import type { BenchResults } from './results.js'
+import { RELAY_DEFAULTS, runDrain } from './scenarios/drain.js'
+import { runGrowthScenario } from './scenarios/growth.js'
+import { runLatencyScenario } from './scenarios/latency.js'
+import { runMixedScenario } from './scenarios/mixed.js'
+import { runPublishScenario } from './scenarios/publish.js'
+
+const args = process.argv.slice(2)
+const quick = args.includes('--quick')
+const onlyArg = args.find((a) => a.startsWith('--only='))
+const only = onlyArg ? new Set(onlyArg.slice('--only='.length).split(',')) : undefined
+const outArg = args.find((a) => a.startsWith('--out='))
+const config = benchConfig(quick)
+const wants = (s: string) => !only || only.has(s)
+const log = (line: string) => console.log(line)
+
+await ensureBenchDatabase()
+const url = benchUrl()
+const pool = adminPool()
+const machine = await machineInfo(pool)
+await pool.end()
+const results: BenchResults = {
+  meta: {
+    mode: config.mode,
+    startedAt: new Date().toISOString(),
+    finishedAt: '',
+    database: BENCH_DATABASE,
+    machine,
+    loadAverageStart: loadAverage(),
+    loadAverageEnd: [0, 0, 0],
+    config,
+    scenarios: only ? [...only] : ['drain', 'publish', 'latency', 'mixed', 'growth'],
+  },
+}
+log(
+  `outboxkit bench (${config.mode}) on ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.postgres}`,
+)
+log(`load average at start: ${results.meta.loadAverageStart.join(' ')}; database ${BENCH_DATABASE}`)
+
+if (wants('drain')) {
+  log(
+    `\n1. drain of ${config.drainBacklog.toLocaleString('en')} messages, no-op handler, ${config.drainRounds} round(s)`,
+  )
+  results.drain = await runDrain(url, config.drainBacklog, config.drainRounds, !quick, log)
+}
+if (wants('publish')) {
+  log(`\n2. publish: ${config.publishProducers} producers, ${config.publishDurationMs / 1000} s per variant`)
+  results.publish = await runPublishScenario(
+    url,
+    {
+      producers: config.publishProducers,
+      durationMs: config.publishDurationMs,
+      warmupMs: config.publishWarmupMs,
+      rounds: config.publishRounds,
+    },
+    log,
+  )
+}
+if (wants('latency')) {
+  log(`\n3. end-to-end latency, open loop, ${config.latencyDurationMs / 1000} s per rate`)
+  results.latency = await runLatencyScenario(
+    url,
+    {
+      rates: config.latencyRates,
+      contenders: config.latencyContenders,
+      durationMs: config.latencyDurationMs,
+      producers: config.latencyProducers,
+    },
+    log,
+  )
+}
+if (wants('mixed')) {
+  log(
+    `\n4. sustained mixed load, ${config.mixedDurationMs / 1000} s, ${config.mixedProducers} producers, two relays`,
+  )
+  results.mixed = [
+    await runMixedScenario(
+      url,
+      {
+        durationMs: config.mixedDurationMs,
+        producers: config.mixedProducers,
+        notify: true,
+        relay: RELAY_DEFAULTS,
+        label: 'defaults (notify: true)',
+      },
+      log,
+    ),
+  ]
+  if (!quick) {
+    results.mixed.push(
+      await runMixedScenario(
+        url,
+        {
+          durationMs: config.mixedDurationMs,
+          producers: config.mixedProducers,
+          notify: false,
+          relay: RELAY_DEFAULTS,
+          label: 'notify: false',
+        },
+        log,
+      ),
+    )
+  }
+}
+if (wants('growth')) {
+  log(`\n5-6. growth (claim cost) and memory`)
+  const g = await runGrowthScenario(
+    url,
+    { sizes: config.growthSizes, staleSize: config.staleSize, deadSize: config.deadSize },
+    log,
+  )
+  results.growth = { claims: g.claims, autovacuumSettings: g.autovacuum }
+  results.memory = g.memory
+}
+
+results.meta.finishedAt = new Date().toISOString()
+results.meta.loadAverageEnd = loadAverage()
+log(`\nload average at end: ${results.meta.loadAverageEnd.join(' ')}`)
+
+const outDir = outArg ? outArg.slice('--out='.length) : fileURLToPath(new URL('../results/', import.meta.url))
+mkdirSync(outDir, { recursive: true })
+// latest.* is the last run of either mode; quick.* / full.* keep the last run of each mode.
+for (const base of ['latest', config.mode]) {
+  writeFileSync(`${outDir}/${base}.json`, `${JSON.stringify(results, null, 2)}\n`)
+  writeFileSync(`${outDir}/${base}.md`, renderMarkdown(results))
+  const suffix = base === 'latest' ? '' : `-${base}`
+  if (results.drain) writeFileSync(`${outDir}/drain${suffix}.svg`, renderDrainSvg(results))
+  if (results.latency) writeFileSync(`${outDir}/latency${suffix}.svg`, renderLatencySvg(results))
+}
+log(`\nwrote ${outDir}/latest.* and ${config.mode}.* (json, md, drain and latency svg)`)
+console.log(`\n${renderMarkdown(results)}`)
