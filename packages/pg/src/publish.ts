@@ -70,7 +70,7 @@ function transactionBoundQuery(
   callback: (err: Error | null, res?: pg.QueryResult) => void,
 ): pg.Query {
   // A named prepared statement (per connection, the name hashed from the text): PostgreSQL parses
-  // and plans the CTE once instead of on every publish, which measured 2.3x the transactions per
+  // and plans the CTE once instead of on every publish, which measured +21 % transactions per
   // second with 16 producers (docs/performance.md). Through PgBouncer in transaction mode this
   // needs PgBouncer 1.21+ with max_prepared_statements > 0.
   const query = new pg.Query({
