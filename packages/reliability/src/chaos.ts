@@ -21,6 +21,8 @@ export interface ChaosOptions {
   durationMs?: number
   /** A random relay is SIGKILLed (and replaced) every this many ms (random in range). Default 2 000-4 000. */
   killEveryMs?: readonly [number, number]
+  /** Keep producing (past `messages`, within `durationMs`) until at least this many relays were killed. Default 0. */
+  minKills?: number
   /** Handler failure rate (plain Error). Default 0.05. */
   failRate?: number
   /** Handler `Retry` rate. Default 0.03. */
@@ -121,7 +123,12 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosReport>
       producers: options.producers ?? 3,
       rollbackRate: options.rollbackRate ?? 0.2,
       maxBatch: options.maxBatch ?? 5,
-      keepGoing: (s) => s.committedMessages + s.rolledBackMessages < maxMessages && Date.now() < deadline,
+      // Keep producing past `messages` until `minKills` relays were killed, so a fast machine
+      // cannot finish the run before the chaos it is meant to survive.
+      keepGoing: (s) =>
+        (s.committedMessages + s.rolledBackMessages < maxMessages ||
+          fleet.deaths.filter((d) => d.cause === 'killed').length < (options.minKills ?? 0)) &&
+        Date.now() < deadline,
       async throttle() {
         if (Date.now() - lastBacklogCheck > 200) {
           lastBacklogCheck = Date.now()
