@@ -21,7 +21,8 @@ import {
   toOutboxError,
   type WakeSubscription,
 } from '@outboxkit/core'
-import { TypedEmitter } from './emitter.js'
+// The prototype varies the relay loop only; the emitter is core's own.
+import { TypedEmitter } from '../../../packages/core/src/emitter.js'
 
 /** The prototype's switches. */
 export interface ProtoOptions {
