@@ -4,7 +4,12 @@ import { writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { runChild } from '../child-runner.js'
 import { GRAPHILE_BEST, loadGraphileBacklog, resetGraphile } from '../contenders/graphile.js'
-import { type DrainResult, loadOutboxBacklog, resetOutbox } from '../contenders/outboxkit.js'
+import {
+  type BenchRelayOptions,
+  type DrainResult,
+  loadOutboxBacklog,
+  resetOutbox,
+} from '../contenders/outboxkit.js'
 import { benchUrl, ensureBenchDatabase } from '../db.js'
 import type { Job } from '../jobs.js'
 import { loadAverage } from '../machine.js'
@@ -33,131 +38,83 @@ function proto(relay: { concurrency?: number; batchSize?: number }, p: ProtoOpti
   })
 }
 
+/** A core relay drain job with these options (any `RelayOptions`, passed through to the child). */
+function core(relay: Record<string, unknown>) {
+  return (url: string, count: number): Job => ({
+    kind: 'drain-outboxkit',
+    url,
+    driver: 'pg',
+    count,
+    relay: relay as BenchRelayOptions,
+  })
+}
+
+/**
+ * `--set=core`: core's relay after the proposals moved into it, on its new defaults and other
+ * settings, against the prototype, the old relay (the prototype with every switch off and core's
+ * old claim: the relay loop before the change), graphile-worker's best and the bare-SQL limit.
+ */
+const CORE_SET: { id: string; job: (url: string, count: number) => Job }[] = [
+  { id: 'core defaults', job: core({}) },
+  {
+    id: 'old relay, old defaults (50/100)',
+    job: (url, count) => ({ kind: 'drain-proto', url, count, relay: {}, proto: {}, claim: 'core' }),
+  },
+  { id: 'core 50/100', job: core({ concurrency: 50, batchSize: 100 }) },
+  { id: 'core 200/200', job: core({ concurrency: 200, batchSize: 200 }) },
+  { id: 'core 400/200', job: core({ concurrency: 400, batchSize: 200 }) },
+  { id: 'core 500/250', job: core({ concurrency: 500, batchSize: 250 }) },
+  { id: 'core 600/200', job: core({ concurrency: 600, batchSize: 200 }) },
+  { id: 'core 800/200', job: core({ concurrency: 800, batchSize: 200 }) },
+  { id: 'core 900/300', job: core({ concurrency: 900, batchSize: 300 }) },
+  {
+    id: 'core 200/200 + maxPendingOutcomes 400',
+    job: core({ concurrency: 200, batchSize: 200, maxPendingOutcomes: 400 }),
+  },
+  { id: 'core tuned (1000/500)', job: core({ concurrency: 1000, batchSize: 500 }) },
+  { id: 'prototype (bench row)', job: proto({ concurrency: 200, batchSize: 200 }, ALL, true) },
+  {
+    id: 'graphile-worker best',
+    job: (url, count) => ({ kind: 'drain-graphile', url, count, settings: GRAPHILE_BEST }),
+  },
+  {
+    id: 'bare SQL (500 × 4)',
+    job: (url, count) => ({ kind: 'drain-bare', url, count, batch: 500, workers: 4 }),
+  },
+]
+
 /** The prototype variants measured against core (`--set=switches` for the one-switch-at-a-time set). */
 export const VARIANTS: { id: string; job: (url: string, count: number) => Job }[] = process.argv.includes(
-  '--set=parallel',
+  '--set=core',
 )
-  ? [
-      {
-        id: 'core defaults (50/100)',
-        job: (url, count) => ({ kind: 'drain-outboxkit', url, driver: 'pg', count, relay: {} }),
-      },
-      { id: 'proto 200/200 + all', job: proto({ concurrency: 200, batchSize: 200 }, ALL, false) },
-      {
-        id: 'proto 200/200 + all + fast settle',
-        job: proto({ concurrency: 200, batchSize: 200 }, ALL, true),
-      },
-      {
-        id: 'proto 200/200 + all + 2 claims',
-        job: proto({ concurrency: 200, batchSize: 200 }, { ...ALL, parallelClaims: 2 }, false),
-      },
-      {
-        id: 'proto 200/200 + all + 2 settles',
-        job: proto({ concurrency: 200, batchSize: 200 }, { ...ALL, parallelSettles: 2 }, false),
-      },
-      { id: 'proto 1000/500 + all', job: proto({ concurrency: 1000, batchSize: 500 }, ALL, false) },
-      {
-        id: 'proto 1000/500 + all + 2 claims',
-        job: proto({ concurrency: 1000, batchSize: 500 }, { ...ALL, parallelClaims: 2 }, false),
-      },
-      {
-        id: 'proto 1000/500 + all + 2 settles + fast settle',
-        job: proto({ concurrency: 1000, batchSize: 500 }, { ...ALL, parallelSettles: 2 }, true),
-      },
-      {
-        id: 'core tuned (1000/500)',
-        job: (url, count) => ({
-          kind: 'drain-outboxkit',
-          url,
-          driver: 'pg',
-          count,
-          relay: { concurrency: 1000, batchSize: 500 },
-        }),
-      },
-      {
-        id: 'bare SQL (500 × 4)',
-        job: (url, count) => ({ kind: 'drain-bare', url, count, batch: 500, workers: 4 }),
-      },
-    ]
-  : process.argv.includes('--set=switches')
+  ? CORE_SET
+  : process.argv.includes('--set=parallel')
     ? [
         {
-          id: 'core defaults (50/100)',
+          id: 'core defaults (400/200)',
           job: (url, count) => ({ kind: 'drain-outboxkit', url, driver: 'pg', count, relay: {} }),
         },
+        { id: 'proto 200/200 + all', job: proto({ concurrency: 200, batchSize: 200 }, ALL, false) },
         {
-          id: 'proto defaults + fuller claims (minClaimFraction 0.5)',
-          job: (url, count) => ({
-            kind: 'drain-proto',
-            url,
-            count,
-            relay: {},
-            proto: { minClaimFraction: 0.5 },
-            claim: 'core',
-          }),
+          id: 'proto 200/200 + all + fast settle',
+          job: proto({ concurrency: 200, batchSize: 200 }, ALL, true),
         },
         {
-          id: 'proto defaults + release slot at handler end',
-          job: (url, count) => ({
-            kind: 'drain-proto',
-            url,
-            count,
-            relay: {},
-            proto: { releaseOnHandlerEnd: true },
-            claim: 'core',
-          }),
+          id: 'proto 200/200 + all + 2 claims',
+          job: proto({ concurrency: 200, batchSize: 200 }, { ...ALL, parallelClaims: 2 }, false),
         },
         {
-          id: 'proto defaults + lazy signal + batch lease timer',
-          job: (url, count) => ({
-            kind: 'drain-proto',
-            url,
-            count,
-            relay: {},
-            proto: { lazySignal: true, batchLeaseTimer: true },
-            claim: 'core',
-          }),
+          id: 'proto 200/200 + all + 2 settles',
+          job: proto({ concurrency: 200, batchSize: 200 }, { ...ALL, parallelSettles: 2 }, false),
         },
-        { id: 'proto defaults + any-array claim', job: proto({}, {}, false) },
-        { id: 'proto defaults + all', job: proto({}, ALL, false) },
+        { id: 'proto 1000/500 + all', job: proto({ concurrency: 1000, batchSize: 500 }, ALL, false) },
         {
-          id: 'proto new defaults (200/200) + all',
-          job: proto({ concurrency: 200, batchSize: 200 }, ALL, false),
+          id: 'proto 1000/500 + all + 2 claims',
+          job: proto({ concurrency: 1000, batchSize: 500 }, { ...ALL, parallelClaims: 2 }, false),
         },
         {
-          id: 'core tuned (1000/500)',
-          job: (url, count) => ({
-            kind: 'drain-outboxkit',
-            url,
-            driver: 'pg',
-            count,
-            relay: { concurrency: 1000, batchSize: 500 },
-          }),
-        },
-        { id: 'proto tuned (1000/500) + all', job: proto({ concurrency: 1000, batchSize: 500 }, ALL, false) },
-        {
-          id: 'bare SQL (500 × 4)',
-          job: (url, count) => ({ kind: 'drain-bare', url, count, batch: 500, workers: 4 }),
-        },
-      ]
-    : [
-        {
-          id: 'core defaults (50/100)',
-          job: (url, count) => ({ kind: 'drain-outboxkit', url, driver: 'pg', count, relay: {} }),
-        },
-        { id: 'proto 50/100 + all', job: proto({}, ALL, false) },
-        { id: 'proto 50/100 + all + parallel claims/settles + fast settle', job: proto({}, PARALLEL, true) },
-        {
-          id: 'proto 200/100 + all + parallel + fast settle',
-          job: proto({ concurrency: 200, batchSize: 100 }, PARALLEL, true),
-        },
-        {
-          id: 'proto 200/200 + all + parallel + fast settle',
-          job: proto({ concurrency: 200, batchSize: 200 }, PARALLEL, true),
-        },
-        {
-          id: 'proto 500/250 + all + parallel + fast settle',
-          job: proto({ concurrency: 500, batchSize: 250 }, PARALLEL, true),
+          id: 'proto 1000/500 + all + 2 settles + fast settle',
+          job: proto({ concurrency: 1000, batchSize: 500 }, { ...ALL, parallelSettles: 2 }, true),
         },
         {
           id: 'core tuned (1000/500)',
@@ -170,18 +127,119 @@ export const VARIANTS: { id: string; job: (url: string, count: number) => Job }[
           }),
         },
         {
-          id: 'proto 1000/500 + all + parallel + fast settle',
-          job: proto({ concurrency: 1000, batchSize: 500 }, PARALLEL, true),
-        },
-        {
-          id: 'graphile-worker best',
-          job: (url, count) => ({ kind: 'drain-graphile', url, count, settings: GRAPHILE_BEST }),
-        },
-        {
           id: 'bare SQL (500 × 4)',
           job: (url, count) => ({ kind: 'drain-bare', url, count, batch: 500, workers: 4 }),
         },
       ]
+    : process.argv.includes('--set=switches')
+      ? [
+          {
+            id: 'core defaults (400/200)',
+            job: (url, count) => ({ kind: 'drain-outboxkit', url, driver: 'pg', count, relay: {} }),
+          },
+          {
+            id: 'proto defaults + fuller claims (minClaimFraction 0.5)',
+            job: (url, count) => ({
+              kind: 'drain-proto',
+              url,
+              count,
+              relay: {},
+              proto: { minClaimFraction: 0.5 },
+              claim: 'core',
+            }),
+          },
+          {
+            id: 'proto defaults + release slot at handler end',
+            job: (url, count) => ({
+              kind: 'drain-proto',
+              url,
+              count,
+              relay: {},
+              proto: { releaseOnHandlerEnd: true },
+              claim: 'core',
+            }),
+          },
+          {
+            id: 'proto defaults + lazy signal + batch lease timer',
+            job: (url, count) => ({
+              kind: 'drain-proto',
+              url,
+              count,
+              relay: {},
+              proto: { lazySignal: true, batchLeaseTimer: true },
+              claim: 'core',
+            }),
+          },
+          { id: 'proto defaults + any-array claim', job: proto({}, {}, false) },
+          { id: 'proto defaults + all', job: proto({}, ALL, false) },
+          {
+            id: 'proto new defaults (200/200) + all',
+            job: proto({ concurrency: 200, batchSize: 200 }, ALL, false),
+          },
+          {
+            id: 'core tuned (1000/500)',
+            job: (url, count) => ({
+              kind: 'drain-outboxkit',
+              url,
+              driver: 'pg',
+              count,
+              relay: { concurrency: 1000, batchSize: 500 },
+            }),
+          },
+          {
+            id: 'proto tuned (1000/500) + all',
+            job: proto({ concurrency: 1000, batchSize: 500 }, ALL, false),
+          },
+          {
+            id: 'bare SQL (500 × 4)',
+            job: (url, count) => ({ kind: 'drain-bare', url, count, batch: 500, workers: 4 }),
+          },
+        ]
+      : [
+          {
+            id: 'core defaults (400/200)',
+            job: (url, count) => ({ kind: 'drain-outboxkit', url, driver: 'pg', count, relay: {} }),
+          },
+          { id: 'proto 50/100 + all', job: proto({}, ALL, false) },
+          {
+            id: 'proto 50/100 + all + parallel claims/settles + fast settle',
+            job: proto({}, PARALLEL, true),
+          },
+          {
+            id: 'proto 200/100 + all + parallel + fast settle',
+            job: proto({ concurrency: 200, batchSize: 100 }, PARALLEL, true),
+          },
+          {
+            id: 'proto 200/200 + all + parallel + fast settle',
+            job: proto({ concurrency: 200, batchSize: 200 }, PARALLEL, true),
+          },
+          {
+            id: 'proto 500/250 + all + parallel + fast settle',
+            job: proto({ concurrency: 500, batchSize: 250 }, PARALLEL, true),
+          },
+          {
+            id: 'core tuned (1000/500)',
+            job: (url, count) => ({
+              kind: 'drain-outboxkit',
+              url,
+              driver: 'pg',
+              count,
+              relay: { concurrency: 1000, batchSize: 500 },
+            }),
+          },
+          {
+            id: 'proto 1000/500 + all + parallel + fast settle',
+            job: proto({ concurrency: 1000, batchSize: 500 }, PARALLEL, true),
+          },
+          {
+            id: 'graphile-worker best',
+            job: (url, count) => ({ kind: 'drain-graphile', url, count, settings: GRAPHILE_BEST }),
+          },
+          {
+            id: 'bare SQL (500 × 4)',
+            job: (url, count) => ({ kind: 'drain-bare', url, count, batch: 500, workers: 4 }),
+          },
+        ]
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   await ensureBenchDatabase()
@@ -227,11 +285,13 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       `| ${id} | ${Math.round(m).toLocaleString('en')} | ${round(m / core, 2)} × | ${round(cpu, 0)} | ${per('claim')} | ${per('settle')} |`,
     )
   }
-  const set = process.argv.includes('--set=switches')
-    ? 'prototypes-switches'
-    : process.argv.includes('--set=parallel')
-      ? 'prototypes-parallel'
-      : 'prototypes'
+  const set = process.argv.includes('--set=core')
+    ? 'prototypes-core'
+    : process.argv.includes('--set=switches')
+      ? 'prototypes-switches'
+      : process.argv.includes('--set=parallel')
+        ? 'prototypes-parallel'
+        : 'prototypes'
   const out = fileURLToPath(new URL(`../../results/${set}.md`, import.meta.url))
   writeFileSync(out, `${lines.join('\n')}\n`)
   console.log(lines.join('\n'))

@@ -59,10 +59,29 @@ export interface RelayOptions<O extends Outbox<any>> {
   backend: OutboxBackend
   /** One handler per topic; the relay claims only these topics. */
   handlers: Handlers<O>
-  /** Most handlers running at once; the relay never claims more rows than free slots. Default 50. */
+  /**
+   * Concurrency slots: the most messages this relay holds at once, from claim until their outcome
+   * is written (or, with `maxPendingOutcomes`, until their handler returns). The relay never
+   * claims more rows than it has free slots, so this also bounds the handlers running at once, the
+   * relay's memory and the messages delivered again if the process dies. Default 400 (twice
+   * `batchSize`, so the next claim overlaps the settle of the last batch): lower it for handlers
+   * that call a rate-limited service (docs/performance.md#defaults).
+   */
   concurrency?: number
-  /** Most rows per claim statement. Default 100. */
+  /**
+   * Most rows per claim statement. While slots are busy the relay waits (at most 20 ms) until
+   * half a batch of them is free instead of claiming a few rows at a time. Default 200.
+   */
   batchSize?: number
+  /**
+   * Outcomes that may wait for their batched settle statement while their slot already runs the
+   * next handler. Default 0: a slot is freed when its outcome is written, so at most
+   * `concurrency` rows of this relay are `processing`. With N > 0 a slot is freed when its handler
+   * returns, the next claim overlaps the settle, and up to `concurrency + N` rows may be
+   * `processing` (and delivered again after a crash); `concurrency` still bounds the handlers
+   * running at once. A slow settle applies backpressure: no claim while N outcomes wait.
+   */
+  maxPendingOutcomes?: number
   /** Poll interval when idle, in ms. Polling is the source of truth. Default 1 500. */
   pollIntervalMs?: number
   /**
@@ -176,12 +195,20 @@ export interface Relay {
 
 interface InFlight {
   readonly row: ClaimedRow
-  readonly controller: AbortController
+  /** Created on first read of the handler's `signal` (most handlers never read it). */
+  controller?: AbortController
+  /** Why the handler was aborted, when that happened before it read `signal`. */
+  abortReason?: unknown
   message?: DeliveredMessage
   startedAt: number
   /** When the lease ends, by this process's clock (claim or last extension sent + leaseMs). */
   leaseUntil: number
+  /** The lease timer shared by the rows of one claim, until the heartbeat extends this row's lease. */
+  batch?: LeaseBatch
+  /** This row's own lease timer, once the heartbeat extended its lease. */
   leaseTimer?: ReturnType<typeof setTimeout>
+  /** The handler runs (or is about to): it holds a handler slot. */
+  busy: boolean
   /** Given up (lease expired or stop): never settled, slot already released. */
   abandoned: boolean
   /** The handler finished and its outcome is queued or being written: never abort it. */
@@ -189,12 +216,36 @@ interface InFlight {
   done: boolean
 }
 
+/** One lease timer for the rows of one claim (they share the claim's lease). */
+interface LeaseBatch {
+  /** Rows of the batch still watched by this timer. */
+  remaining: number
+  timer?: ReturnType<typeof setTimeout>
+}
+
+/** A handler outcome waiting for (or inside) a settle statement. */
 interface PendingSettle {
   readonly entry: InFlight
   readonly settlement: Settlement
-  readonly emit: (settled: boolean) => void
+  /** The message, absent when the row was dead-lettered before it could be parsed. */
+  readonly message: DeliveredMessage | undefined
+  /** `delivered`: handler run time. */
+  readonly durationMs?: number
+  /** `retry`: what the handler threw. */
+  readonly error?: unknown
+  /** `dead`: why, and the full error text. */
+  readonly reason?: DeadLetterReason
+  readonly deadError?: string
 }
 
+/** The AbortSignal of a handler run, created on first read (most handlers never read it). */
+function signalOf(entry: InFlight): AbortSignal {
+  if (!entry.controller) {
+    entry.controller = new AbortController()
+    if (entry.abortReason !== undefined) entry.controller.abort(entry.abortReason)
+  }
+  return entry.controller.signal
+}
 function positiveInt(name: string, value: unknown, fallback: number): number {
   const v = value ?? fallback
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) {
@@ -232,6 +283,19 @@ function errorText(error: unknown): string {
 const MAX_ERROR_TEXT = 4_000
 const CLAIM_BACKOFF_BASE_MS = 100
 const CLAIM_BACKOFF_MAX_MS = 10_000
+
+/**
+ * While slots are busy, how long the relay waits for half a batch of them to free before it
+ * claims fewer rows: a backlog drains in full batches, and a slot held by a slow handler does not
+ * keep the others idle for long.
+ */
+const SMALL_CLAIM_WAIT_MS = 20
+/** The headers of a message published without any. */
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
+/** Default `concurrency` (docs/performance.md#defaults). */
+const DEFAULT_CONCURRENCY = 400
+/** Default `batchSize`. */
+const DEFAULT_BATCH_SIZE = 200
 
 /**
  * Creates a relay: the background worker that claims due messages, runs their handler outside
@@ -292,8 +356,16 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
     })
   }
   const topics = [...handlers.keys()]
-  const concurrency = positiveInt('concurrency', options.concurrency, 50)
-  const batchSize = positiveInt('batchSize', options.batchSize, 100)
+  const concurrency = positiveInt('concurrency', options.concurrency, DEFAULT_CONCURRENCY)
+  const batchSize = positiveInt('batchSize', options.batchSize, DEFAULT_BATCH_SIZE)
+  const maxPendingOutcomes = options.maxPendingOutcomes ?? 0
+  if (!Number.isInteger(maxPendingOutcomes) || maxPendingOutcomes < 0) {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `maxPendingOutcomes must be an integer >= 0, got ${describe(maxPendingOutcomes)}.`,
+      { source: 'relay' },
+    )
+  }
   const maxAttempts = positiveInt('maxAttempts', options.maxAttempts, 10)
   const pollIntervalMs = positiveMs('pollIntervalMs', options.pollIntervalMs, 1_500)
   const leaseMs = positiveMs('leaseMs', options.leaseMs, 30_000)
@@ -326,6 +398,8 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
   const notify = options.notify ?? true
   const keepDelivered = options.keepDelivered ?? false
   const schemas = (outbox.topics ?? undefined) as Record<string, StandardSchemaV1> | undefined
+  /** Below this many free slots, a claim waits (up to SMALL_CLAIM_WAIT_MS) while slots are busy. */
+  const minClaim = Math.ceil(Math.min(concurrency, batchSize) / 2)
 
   const stats: RelayStats = { claimed: 0, delivered: 0, retried: 0, deadLettered: 0, errors: 0, inFlight: 0 }
   const emitter = new TypedEmitter<RelayEvents>((error) => reportError(error, 'listener'))
@@ -340,6 +414,8 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
   })
   const entries = new Set<InFlight>()
   let settleQueue: PendingSettle[] = []
+  /** Handlers running (or about to): at most `concurrency`. `stats.inFlight` adds outcomes not yet written. */
+  let busy = 0
 
   let running = false
   let stopping: Promise<void> | undefined
@@ -351,6 +427,10 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
   let pollTimer: ReturnType<typeof setTimeout> | undefined
   let retryTimer: ReturnType<typeof setTimeout> | undefined
   let settleTimer: ReturnType<typeof setTimeout> | undefined
+  let smallClaimTimer: ReturnType<typeof setTimeout> | undefined
+  /** The wait for half a batch of free slots is over: claim what is free. */
+  let smallClaimDue = false
+  let pumpQueued = false
   let subscription: WakeSubscription | undefined
   let idleWaiters: (() => void)[] = []
   let heartbeatTimer: ReturnType<typeof setInterval> | undefined
@@ -365,11 +445,12 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
   function armPoll(delay = pollIntervalMs) {
     if (!running) return
     if (pollTimer) clearTimeout(pollTimer)
+    // Not unref'd: a started relay keeps the process alive until `stop()`, like a server, even on
+    // a backend that holds no socket (SQLite). Every other relay timer is unref'd.
     pollTimer = setTimeout(() => {
       pollTimer = undefined
       requestClaim()
     }, delay)
-    pollTimer.unref?.()
   }
 
   function requestClaim() {
@@ -377,10 +458,35 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
     pump()
   }
 
+  /** Free slots: `concurrency` minus rows held, or (with `maxPendingOutcomes`) minus running handlers. */
+  function freeSlots(): number {
+    const free = concurrency - stats.inFlight
+    if (maxPendingOutcomes === 0) return free
+    return Math.min(concurrency - busy, free + maxPendingOutcomes)
+  }
+
   function pump() {
     if (!running || claiming || !claimWanted) return
-    const free = concurrency - stats.inFlight
+    const free = freeSlots()
     if (free <= 0) return
+    if (free < minClaim && stats.inFlight > 0 && !smallClaimDue) {
+      // Slots are busy and free up as handlers and settles finish: wait for half a batch of them
+      // (one claim of many rows instead of many claims of one), but not for long.
+      if (!smallClaimTimer) {
+        smallClaimTimer = setTimeout(() => {
+          smallClaimTimer = undefined
+          smallClaimDue = true
+          pump()
+        }, SMALL_CLAIM_WAIT_MS)
+        smallClaimTimer.unref?.()
+      }
+      return
+    }
+    if (smallClaimTimer) {
+      clearTimeout(smallClaimTimer)
+      smallClaimTimer = undefined
+    }
+    smallClaimDue = false
     claimWanted = false
     claiming = true
     const limit = Math.min(free, batchSize)
@@ -402,10 +508,16 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
         claimErrors = 0
         stats.claimed += rows.length
         if (emitter.has('claimed')) emitter.emit('claimed', { count: rows.length, limit })
+        const leaseUntil = sentAt + leaseMs
+        let batch: LeaseBatch | undefined
         for (const row of rows) {
           if (row.state === 'dead') onDeadAtClaim(row)
-          else if (running) dispatch(row, leaseMs - (Date.now() - sentAt))
+          else if (running) {
+            batch ??= { remaining: 0 }
+            dispatch(row, leaseUntil, batch)
+          }
         }
+        if (batch) armBatchLease(batch, leaseUntil)
         if (rows.length >= limit) claimWanted = true
         if (claimWanted) pump()
         armPoll()
@@ -427,6 +539,16 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
     )
   }
 
+  /** Runs `pump` once after the current burst of handler completions (maxPendingOutcomes > 0). */
+  function schedulePump() {
+    if (pumpQueued) return
+    pumpQueued = true
+    setImmediate(() => {
+      pumpQueued = false
+      pump()
+    })
+  }
+
   function onDeadAtClaim(row: ClaimedRow) {
     stats.deadLettered++
     emitter.emit('deadLettered', {
@@ -441,10 +563,35 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
     if (row.ordered && outbox.deadLetterContinues.has(row.topic)) claimWanted = true
   }
 
-  function release(entry: InFlight) {
+  /** The handler is done with its slot (it returned, or was abandoned). */
+  function freeSlot(entry: InFlight) {
+    if (!entry.busy) return
+    entry.busy = false
+    busy--
+  }
+
+  /** Stops watching the entry's lease (its outcome is known, or it was given up). */
+  function unwatchLease(entry: InFlight) {
+    if (entry.leaseTimer) {
+      clearTimeout(entry.leaseTimer)
+      entry.leaseTimer = undefined
+    }
+    const batch = entry.batch
+    if (batch) {
+      entry.batch = undefined
+      if (--batch.remaining === 0 && batch.timer) {
+        clearTimeout(batch.timer)
+        batch.timer = undefined
+      }
+    }
+  }
+
+  /** The row is settled or given up: its slot is free. `thenPump: false` when releasing many at once. */
+  function release(entry: InFlight, thenPump = true) {
     if (entry.done) return
     entry.done = true
-    if (entry.leaseTimer) clearTimeout(entry.leaseTimer)
+    unwatchLease(entry)
+    freeSlot(entry)
     entries.delete(entry)
     stats.inFlight--
     if (entries.size === 0 && settleQueue.length === 0) {
@@ -452,36 +599,54 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
       idleWaiters = []
       for (const w of waiters) w()
     }
-    pump()
+    if (thenPump) pump()
   }
 
-  function dispatch(row: ClaimedRow, leaseLeftMs: number) {
+  function dispatch(row: ClaimedRow, leaseUntil: number, batch: LeaseBatch) {
     const entry: InFlight = {
       row,
-      controller: new AbortController(),
       startedAt: Date.now(),
-      leaseUntil: Date.now() + leaseLeftMs,
+      leaseUntil,
+      batch,
+      busy: true,
       abandoned: false,
       settling: false,
       done: false,
     }
+    batch.remaining++
     entries.add(entry)
     stats.inFlight++
-    armLease(entry)
-    void deliver(entry)
+    busy++
+    deliver(entry)
   }
 
-  /** Aborts the handler when its lease really lapses: the heartbeat re-arms it on each extension. */
+  function lapseReason(entry: InFlight): string {
+    return heartbeatMs !== false && Date.now() - entry.startedAt >= maxHandlerMs
+      ? `lease expired: the handler ran past maxHandlerMs (${maxHandlerMs} ms), so its lease was no longer extended`
+      : 'lease expired while the handler was still running'
+  }
+
+  /** One timer for the rows of a claim: aborts the handlers still running when their shared lease lapses. */
+  function armBatchLease(batch: LeaseBatch, leaseUntil: number) {
+    if (batch.remaining === 0) return
+    batch.timer = setTimeout(
+      () => {
+        batch.timer = undefined
+        // Rare (a lapse): scan the rows held rather than keep every row of every batch alive.
+        for (const entry of [...entries]) {
+          if (entry.batch === batch && !entry.settling) abandon(entry, lapseReason(entry))
+        }
+      },
+      Math.max(0, leaseUntil - Date.now()),
+    )
+    batch.timer.unref?.()
+  }
+
+  /** Aborts the handler when its (extended) lease really lapses: the heartbeat re-arms it on each extension. */
   function armLease(entry: InFlight) {
-    if (entry.leaseTimer) clearTimeout(entry.leaseTimer)
+    unwatchLease(entry)
     entry.leaseTimer = setTimeout(
-      () =>
-        abandon(
-          entry,
-          heartbeatMs !== false && Date.now() - entry.startedAt >= maxHandlerMs
-            ? `lease expired: the handler ran past maxHandlerMs (${maxHandlerMs} ms), so its lease was no longer extended`
-            : 'lease expired while the handler was still running',
-        ),
+      () => abandon(entry, lapseReason(entry)),
       Math.max(0, entry.leaseUntil - Date.now()),
     )
     entry.leaseTimer.unref?.()
@@ -547,119 +712,214 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
       { table: outbox.table.display, id: entry.row.id, topic: entry.row.topic, attempts: entry.row.attempts },
       `handler aborted: ${why}; the message will be delivered again`,
     )
-    entry.controller.abort(new OutboxError('RELAY_STATE', `handler aborted: ${why}`, { source: 'relay' }))
+    const reason = new OutboxError('RELAY_STATE', `handler aborted: ${why}`, { source: 'relay' })
+    if (entry.controller) entry.controller.abort(reason)
+    else entry.abortReason = reason
     release(entry)
   }
 
-  async function deliver(entry: InFlight) {
+  function deliver(entry: InFlight) {
     const { row } = entry
     let payload: unknown
     let headers: Record<string, string>
     try {
       payload = JSON.parse(row.payload)
-      headers = JSON.parse(row.headers)
+      // Most messages carry no headers: share one frozen empty object instead of parsing '{}'.
+      headers = row.headers === '{}' ? NO_HEADERS : JSON.parse(row.headers)
     } catch (err) {
-      return dead(entry, 'invalid-payload', `stored payload or headers are not valid JSON: ${errorText(err)}`)
+      return dead(
+        entry,
+        undefined,
+        'invalid-payload',
+        `stored payload or headers are not valid JSON: ${errorText(err)}`,
+      )
     }
     const schema = schemas?.[row.topic]
-    if (schema) {
-      let result = schema['~standard'].validate(payload)
-      if (result instanceof Promise) {
-        try {
-          result = await result
-        } catch (err) {
-          return dead(entry, 'schema', `payload schema threw: ${errorText(err)}`)
-        }
+    if (schema) return void validateThenRun(entry, schema, payload, headers)
+    run(entry, payload, headers)
+  }
+
+  async function validateThenRun(
+    entry: InFlight,
+    schema: StandardSchemaV1,
+    payload: unknown,
+    headers: Record<string, string>,
+  ) {
+    const { row } = entry
+    let result = schema['~standard'].validate(payload)
+    if (result instanceof Promise) {
+      try {
+        result = await result
+      } catch (err) {
+        return dead(entry, undefined, 'schema', `payload schema threw: ${errorText(err)}`)
       }
-      if (result.issues) {
-        return dead(
-          entry,
-          'schema',
-          `payload does not match the schema of topic ${JSON.stringify(row.topic)}: ${formatIssues(result.issues)}`,
-        )
-      }
-      payload = result.value
     }
+    if (result.issues) {
+      return dead(
+        entry,
+        undefined,
+        'schema',
+        `payload does not match the schema of topic ${JSON.stringify(row.topic)}: ${formatIssues(result.issues)}`,
+      )
+    }
+    run(entry, result.value, headers)
+  }
+
+  /** Calls the handler; its outcome is queued when it returns or its promise settles. */
+  function run(entry: InFlight, payload: unknown, headers: Record<string, string>) {
+    const { row } = entry
     const message: DeliveredMessage = Object.freeze({
       id: row.id,
       topic: row.topic,
       key: row.key,
       payload,
-      headers: Object.freeze(headers),
+      headers: headers === NO_HEADERS ? NO_HEADERS : Object.freeze(headers),
       attempts: row.attempts,
       createdAt: new Date(row.createdAtMs),
     })
     entry.message = message
     const handler = handlers.get(row.topic)!
-    entry.startedAt = Date.now()
-    try {
-      await telemetry.process(message, () => handler(message, { signal: entry.controller.signal }))
-    } catch (error) {
-      if (entry.abandoned) return
-      return failed(entry, message, error)
+    // An own, enumerable getter: `{ ...context }` and destructuring still see `signal`.
+    const context: HandlerContext = {
+      get signal() {
+        return signalOf(entry)
+      },
     }
+    entry.startedAt = Date.now()
+    let result: unknown
+    try {
+      // Without a registered tracer provider the span would be a no-op: call the handler directly.
+      result = telemetry.tracesProcess()
+        ? telemetry.process(message, () => handler(message, context))
+        : handler(message, context)
+    } catch (error) {
+      return handlerFailed(entry, error)
+    }
+    if (result instanceof Promise) {
+      result.then(
+        () => handlerSucceeded(entry),
+        (error: unknown) => handlerFailed(entry, error),
+      )
+    } else if (
+      result !== null &&
+      (typeof result === 'object' || typeof result === 'function') &&
+      typeof (result as { then?: unknown }).then === 'function'
+    ) {
+      // Another thenable: adopt it the way `await` would.
+      Promise.resolve(result).then(
+        () => handlerSucceeded(entry),
+        (error: unknown) => handlerFailed(entry, error),
+      )
+    } else {
+      handlerSucceeded(entry)
+    }
+  }
+
+  function handlerSucceeded(entry: InFlight) {
     if (entry.abandoned) return
-    const durationMs = Date.now() - entry.startedAt
-    enqueue(entry, { id: row.id, attempts: row.attempts, outcome: 'delivered' }, (settled) => {
-      stats.delivered++
-      emitter.emit('delivered', { message, durationMs, settled })
+    const { row } = entry
+    enqueue({
+      entry,
+      settlement: { id: row.id, attempts: row.attempts, outcome: 'delivered' },
+      message: entry.message,
+      durationMs: Date.now() - entry.startedAt,
     })
+  }
+
+  function handlerFailed(entry: InFlight, error: unknown) {
+    if (entry.abandoned) return
+    failed(entry, entry.message!, error)
   }
 
   function failed(entry: InFlight, message: DeliveredMessage, error: unknown) {
     const text = errorText(error).slice(0, MAX_ERROR_TEXT)
-    if (error instanceof Cancel) return dead(entry, 'cancel', text)
+    if (error instanceof Cancel) return dead(entry, message, 'cancel', text)
     if (message.attempts >= maxAttempts) {
       const why =
         error instanceof Retry ? `Retry requested on the final attempt (${maxAttempts}): ${text}` : text
-      return dead(entry, 'max-attempts', why)
+      return dead(entry, message, 'max-attempts', why)
     }
     const delayMs =
       error instanceof Retry && error.delayMs !== undefined
         ? error.delayMs
         : backoffDelay(retry, message.attempts)
-    enqueue(
+    enqueue({
       entry,
-      { id: message.id, attempts: message.attempts, outcome: 'retry', delayMs, error: text },
-      (settled) => {
+      settlement: { id: message.id, attempts: message.attempts, outcome: 'retry', delayMs, error: text },
+      message,
+      error,
+    })
+  }
+
+  function dead(
+    entry: InFlight,
+    message: DeliveredMessage | undefined,
+    reason: DeadLetterReason,
+    error: string,
+  ) {
+    const { row } = entry
+    enqueue({
+      entry,
+      settlement: {
+        id: row.id,
+        attempts: row.attempts,
+        outcome: 'dead',
+        error: error.slice(0, MAX_ERROR_TEXT),
+      },
+      message,
+      reason,
+      deadError: error,
+    })
+  }
+
+  /** Counts and announces a written (or, `settled: false`, fenced-out) outcome. */
+  function announce(p: PendingSettle, settled: boolean) {
+    const { settlement, message } = p
+    switch (settlement.outcome) {
+      case 'delivered':
+        stats.delivered++
+        if (emitter.has('delivered'))
+          emitter.emit('delivered', { message: message!, durationMs: p.durationMs!, settled })
+        return
+      case 'retry': {
         stats.retried++
-        emitter.emit('retried', { message, error, delayMs, settled })
+        const { delayMs } = settlement
+        if (emitter.has('retried'))
+          emitter.emit('retried', { message: message!, error: p.error, delayMs, settled })
         if (settled && delayMs < pollIntervalMs && running) {
           if (retryTimer) clearTimeout(retryTimer)
           retryTimer = setTimeout(requestClaim, delayMs + 5)
           retryTimer.unref?.()
         }
-      },
-    )
-  }
-
-  function dead(entry: InFlight, reason: DeadLetterReason, error: string) {
-    const { row } = entry
-    enqueue(
-      entry,
-      { id: row.id, attempts: row.attempts, outcome: 'dead', error: error.slice(0, MAX_ERROR_TEXT) },
-      (settled) => {
+        return
+      }
+      case 'dead': {
         stats.deadLettered++
+        if (!emitter.has('deadLettered')) return
+        const { row } = p.entry
         emitter.emit('deadLettered', {
           id: row.id,
           topic: row.topic,
           attempts: row.attempts,
-          reason,
-          error,
-          ...(entry.message ? { message: entry.message } : {}),
+          reason: p.reason!,
+          error: p.deadError!,
+          ...(message ? { message } : {}),
           settled,
         })
-      },
-    )
+      }
+    }
   }
 
-  function enqueue(entry: InFlight, settlement: Settlement, emit: (settled: boolean) => void) {
+  function enqueue(p: PendingSettle) {
+    const { entry } = p
     entry.settling = true
-    if (entry.leaseTimer) {
-      clearTimeout(entry.leaseTimer)
-      entry.leaseTimer = undefined
+    unwatchLease(entry)
+    if (maxPendingOutcomes > 0) {
+      // The handler is done: its slot runs the next message while the outcome waits for the settle.
+      freeSlot(entry)
+      schedulePump()
     }
-    settleQueue.push({ entry, settlement, emit })
+    settleQueue.push(p)
     if (!flushing && !settleTimer) {
       flushing = true
       setImmediate(flush)
@@ -673,20 +933,25 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
       flushing = false
       return
     }
+    const settlements = new Array<Settlement>(batch.length)
+    for (let i = 0; i < batch.length; i++) settlements[i] = batch[i]!.settlement
     backend
-      .settle({ table: outbox.table, keepDelivered, settlements: batch.map((p) => p.settlement) })
+      .settle({ table: outbox.table, keepDelivered, settlements })
       .then(
         (applied) => {
           settleErrors = 0
-          const ok = new Set(applied)
+          // A backend returns the ids it applied, a subset of those sent: as many means all of them.
+          const ok = applied.length === batch.length ? undefined : new Set(applied)
           let headDone = false
+          // Free every slot first, then claim once: one claim for the whole batch.
+          for (const p of batch) release(p.entry, false)
           for (const p of batch) {
-            release(p.entry)
-            p.emit(ok.has(p.settlement.id))
+            announce(p, ok === undefined || ok.has(p.settlement.id))
             if (p.entry.row.ordered && p.settlement.outcome !== 'retry') headDone = true
           }
           // A settled head of an ordered key: the key's next message may be claimable now.
-          if (headDone && running) requestClaim()
+          if (headDone && running) claimWanted = true
+          pump()
         },
         (error) => {
           settleErrors++
@@ -803,8 +1068,8 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
         )
       }
       running = false
-      for (const t of [pollTimer, retryTimer]) if (t) clearTimeout(t)
-      pollTimer = retryTimer = undefined
+      for (const t of [pollTimer, retryTimer, smallClaimTimer]) if (t) clearTimeout(t)
+      pollTimer = retryTimer = smallClaimTimer = undefined
       stopping = (async () => {
         const sub = subscription
         subscription = undefined

@@ -103,13 +103,36 @@ function createInstruments(provider: ReturnType<Api['metrics']['getMeterProvider
   }
 }
 
-let cached: { provider: unknown; instruments: Instruments } | undefined
+let cached: { provider: unknown; instruments: Instruments; live: boolean } | undefined
 
 /** The instruments of the current global meter provider (re-created when the provider changes). */
 function instruments(api: Api): Instruments {
   const provider = api.metrics.getMeterProvider()
-  if (cached?.provider !== provider) cached = { provider, instruments: createInstruments(provider) }
+  if (cached?.provider !== provider) {
+    const made = createInstruments(provider)
+    // No meter provider registered: the API hands out its no-op meter, recording is wasted work.
+    const live = !(made.meter instanceof (api.createNoopMeter().constructor as new () => unknown))
+    cached = { provider, instruments: made, live }
+  }
   return cached.instruments
+}
+
+/** The instruments, or `undefined` when no meter provider is registered (only the API's no-op one). */
+function liveInstruments(api: Api): Instruments | undefined {
+  const m = instruments(api)
+  return cached!.live ? m : undefined
+}
+
+let noopTracerProvider: unknown
+/**
+ * True when the application registered a tracer provider. Without one the API's tracer is a no-op:
+ * the relay then skips its span work (and `context.with`) per message altogether.
+ */
+function tracerRegistered(api: Api): boolean {
+  const provider = api.trace.getTracerProvider() as { getDelegate?: () => unknown }
+  noopTracerProvider ??= new api.ProxyTracerProvider().getDelegate()
+  const delegate = typeof provider.getDelegate === 'function' ? provider.getDelegate() : provider
+  return delegate !== noopTracerProvider
 }
 
 function exceptionOf(error: unknown): Error | string {
@@ -196,10 +219,105 @@ export async function tracePublish(
   }
 }
 
+/**
+ * {@link tracePublish} for drivers whose transactions are synchronous (better-sqlite3): `write` is
+ * called before this function returns, inside the PRODUCER span, and may return its results
+ * directly or as a Promise (the span then ends when it settles). Nothing is awaited before the
+ * write, so until `@opentelemetry/api` has been loaded (this call starts loading it; a relay's
+ * start does too) publishes are written untraced.
+ */
+export function tracePublishSync<R extends PublishResult[] | Promise<PublishResult[]>>(
+  outbox: Outbox,
+  messages: PreparedMessage[],
+  write: (messages: PreparedMessage[]) => R,
+): R {
+  const api = otelNow()
+  if (api === undefined) void loadOtel()
+  if (!api) return write(messages)
+  const { span, parent, traced } = startPublishSpan(api, outbox, messages)
+  const fail = (error: unknown) => {
+    markFailed(api, span, error)
+    span.end()
+    return error
+  }
+  let written: R
+  try {
+    written = api.context.with(api.trace.setSpan(parent, span), () => write(traced))
+  } catch (error) {
+    throw fail(error)
+  }
+  const done = (results: PublishResult[]) => {
+    countPublished(api, span, outbox, messages, results)
+    span.end()
+    return results
+  }
+  if (written instanceof Promise) {
+    return written.then(done, (error: unknown) => {
+      throw fail(error)
+    }) as R
+  }
+  return done(written as PublishResult[]) as R
+}
+
+/** Starts the PRODUCER span of a publish and puts its trace context into the messages' headers. */
+function startPublishSpan(api: Api, outbox: Outbox, messages: PreparedMessage[]) {
+  const first = messages[0]!
+  const single = messages.length === 1 || messages.every((m) => m.topic === first.topic)
+  const attributes: Record<string, string | number> = {
+    'messaging.system': SYSTEM,
+    'messaging.operation.type': 'send',
+    'messaging.operation.name': 'send',
+    'outboxkit.table': outbox.table.display,
+  }
+  if (single) attributes['messaging.destination.name'] = first.topic
+  if (messages.length === 1) attributes['messaging.message.id'] = first.id
+  else attributes['messaging.batch.message_count'] = messages.length
+  const parent = api.context.active()
+  const span = api.trace
+    .getTracer(INSTRUMENTATION_SCOPE)
+    .startSpan(single ? `send ${first.topic}` : 'send', { kind: api.SpanKind.PRODUCER, attributes }, parent)
+  let traced = messages
+  const sc = span.spanContext()
+  if (api.trace.isSpanContextValid(sc)) {
+    const tracestate = sc.traceState?.serialize()
+    const trace = {
+      traceparent: formatTraceparent(sc.traceId, sc.spanId, sc.traceFlags),
+      ...(tracestate ? { tracestate } : {}),
+    }
+    traced = messages.map((m) => withTraceHeaders(m, trace))
+  }
+  return { span, parent, traced }
+}
+
+/** Records the outcome of a publish on its span and counts the messages written. */
+function countPublished(
+  api: Api,
+  span: ReturnType<ReturnType<Api['trace']['getTracer']>['startSpan']>,
+  outbox: Outbox,
+  messages: readonly PreparedMessage[],
+  results: readonly PublishResult[],
+) {
+  if (messages.length === 1) span.setAttribute('outboxkit.published', results[0]?.published === true)
+  const { published } = instruments(api)
+  for (let i = 0; i < results.length; i++) {
+    if (!results[i]!.published) continue
+    published.add(1, {
+      'messaging.system': SYSTEM,
+      'messaging.destination.name': messages[i]!.topic,
+      'outboxkit.table': outbox.table.display,
+    })
+  }
+}
+
 /** What a relay asks of its telemetry. Internal to core. */
 export interface RelayTelemetry {
   /** Runs the handler call `run` inside a CONSUMER span (`process <topic>`) whose parent is the message's trace context. */
   process(message: DeliveredMessage, run: () => unknown): Promise<unknown>
+  /**
+   * Whether {@link RelayTelemetry.process} would record a span now (telemetry on, the API
+   * installed, a tracer provider registered). When false the relay calls the handler directly.
+   */
+  tracesProcess(): boolean
   /** Subscribes the metric counters to the relay's events. */
   attach(relay: Relay): void
   /** Loads the API when enabled (before the relay starts, so its first deliveries are traced). */
@@ -293,9 +411,14 @@ export function createRelayTelemetry(
   let gauges: { meter: Instruments['meter']; observables: unknown[]; callback: unknown } | undefined
 
   const telemetry: RelayTelemetry = {
+    tracesProcess() {
+      const a = api()
+      return a !== null && tracerRegistered(a)
+    },
+
     async process(message, run) {
       const a = api()
-      if (!a) return run()
+      if (!a || !tracerRegistered(a)) return run()
       const headers = message.headers
       const remote = parseTraceparent(headerValue(headers, 'traceparent'))
       let parent = a.ROOT_CONTEXT
@@ -339,8 +462,8 @@ export function createRelayTelemetry(
       if (!enabled) return
       relay.on('delivered', ({ message, durationMs }) => {
         const a = api()
-        if (!a) return
-        const m = instruments(a)
+        const m = a && liveInstruments(a)
+        if (!m) return
         const at = attrs(message.topic)
         m.delivered.add(1, at)
         m.handlerDuration.record(durationMs / 1000, at)
@@ -348,11 +471,13 @@ export function createRelayTelemetry(
       })
       relay.on('retried', ({ message }) => {
         const a = api()
-        if (a) instruments(a).retried.add(1, attrs(message.topic))
+        const m = a && liveInstruments(a)
+        if (m) m.retried.add(1, attrs(message.topic))
       })
       relay.on('deadLettered', ({ topic, reason }) => {
         const a = api()
-        if (a) instruments(a).deadLettered.add(1, { ...attrs(topic), 'outboxkit.dead_letter.reason': reason })
+        const m = a && liveInstruments(a)
+        if (m) m.deadLettered.add(1, { ...attrs(topic), 'outboxkit.dead_letter.reason': reason })
       })
     },
 

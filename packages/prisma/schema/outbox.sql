@@ -14,7 +14,8 @@ CREATE TABLE IF NOT EXISTS "outbox" (
   created_at timestamptz NOT NULL DEFAULT now(),
   dedup_key text,
   last_error text
-);
+) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 10000);
+DO $outboxkit$ BEGIN IF (SELECT reloptions FROM pg_class WHERE oid = '"outbox"'::regclass) IS NULL THEN ALTER TABLE "outbox" SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 10000); END IF; END $outboxkit$;
 CREATE INDEX IF NOT EXISTS "outbox_due_idx" ON "outbox" (available_at, id) WHERE state IN ('pending', 'processing');
 CREATE UNIQUE INDEX IF NOT EXISTS "outbox_dedup_key_idx" ON "outbox" (dedup_key) WHERE dedup_key IS NOT NULL;
 ALTER TABLE "outbox" ADD COLUMN IF NOT EXISTS seq bigint;

@@ -86,5 +86,10 @@ test('a long transaction rolled back after later commits leaves nothing behind',
   const [marker] = await w.publish(outbox, [{ topic: 't', payload: 'marker' }])
   await waitFor(() => delivered.includes(marker!.id), { what: 'a marker published after the rollback' })
   expect(delivered).not.toContain(rolledBack)
+  // Handlers return before their batched settle deletes the rows: wait for the settles, then
+  // nothing may be left (in particular no row of the rolled-back transaction).
+  await waitFor(async () => (await w.rows(outbox)).length === 0, {
+    what: 'the settles of the delivered rows',
+  })
   expect(await w.rows(outbox)).toEqual([])
 })

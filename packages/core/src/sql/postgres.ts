@@ -60,8 +60,16 @@ export interface PostgresStatements {
   readonly publishManyGuarded: string
   /** $1 topics[], $2 limit, $3 lease ms, $4 max attempts. */
   readonly claim: string
-  /** $1 ids[], $2 attempts[], $3 outcomes[], $4 delay ms[], $5 errors[], $6 keep delivered. */
+  /**
+   * $1 ids[], $2 attempts[], $3 outcomes[], $4 delay ms[], $5 errors[], $6 keep delivered. Rows:
+   * the ids whose settlement did not apply (fenced out); usually none.
+   */
   readonly settle: string
+  /**
+   * `settle` for a batch whose every outcome is `delivered`, with `keepDelivered: false` (the
+   * common case): one fenced DELETE. $1 ids[], $2 attempts[]. Rows: the ids not applied.
+   */
+  readonly settleDelivered: string
   /** $1 ids[], $2 attempts[], $3 lease ms. */
   readonly extendLease: string
   /** $1 states[], $2 older than ms. */
@@ -115,6 +123,16 @@ export const POSTGRES_TRANSACTION_MARKER = "SELECT set_config('outboxkit.in_tx',
 /** The `dedup_key` value of the row a guarded publish statement returns when it was not in a transaction. */
 export const POSTGRES_NOT_IN_TRANSACTION = 'outboxkit:not-in-transaction'
 
+/**
+ * The storage parameters `migrate` gives the outbox table: autovacuum tuned for a queue table,
+ * whose size swings from empty to a burst of a million rows and where every delivered message
+ * leaves dead tuples. Vacuum and analyse after a fixed 10 000 changed rows instead of 20 % / 10 %
+ * of a size that keeps changing, and let vacuum run unthrottled (a healthy outbox is small).
+ * See docs/operations.md#autovacuum.
+ */
+export const OUTBOX_STORAGE_PARAMETERS =
+  'autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 10000'
+
 const cache = new Map<string, PostgresStatements>()
 
 /** Builds (and caches) the PostgreSQL statements for a table. */
@@ -141,7 +159,10 @@ export function postgresStatements(table: TableRef): PostgresStatements {
   created_at timestamptz NOT NULL DEFAULT now(),
   dedup_key text,
   last_error text
-)`,
+) WITH (${OUTBOX_STORAGE_PARAMETERS})`,
+    // A table created before these parameters existed gets them too, unless someone set any
+    // storage parameter on it (reloptions not null): a re-run never overrides a DBA's choice.
+    `DO $outboxkit$ BEGIN IF (SELECT reloptions FROM pg_class WHERE oid = ${literal(t)}::regclass) IS NULL THEN ALTER TABLE ${t} SET (${OUTBOX_STORAGE_PARAMETERS}); END IF; END $outboxkit$`,
     `CREATE INDEX IF NOT EXISTS ${quoteIdent(indexes.due)} ON ${t} (available_at, id) WHERE ${live}`,
     `CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(indexes.dedupKey)} ON ${t} (dedup_key) WHERE dedup_key IS NOT NULL`,
     // Per-key ordering (docs/ordering.md). ADD COLUMN IF NOT EXISTS upgrades a table created
@@ -224,7 +245,20 @@ UNION ALL SELECT NULL, '${POSTGRES_NOT_IN_TRANSACTION}', false FROM guard WHERE 
   // The head-of-key check for ordered rows: no row of the same key with a smaller seq that is
   // still to deliver (pending, processing) or dead (unless its topic lets a dead head be skipped).
   // Served by the partial (key, seq) index: one short index probe per candidate.
-  const claimSql = (ordered: boolean) => `WITH due AS (
+  //
+  // The due rows are chosen (and locked) by a subquery that PostgreSQL runs once as an InitPlan;
+  // the UPDATE then finds them by primary key (`id = ANY(ARRAY(...))`), whatever the statistics
+  // say. Joining a CTE instead let the planner pick a hash join over a sequential scan of the whole
+  // table (docs/performance.md#claim-plans-statistics-and-autovacuum).
+  const claimSql = (ordered: boolean) => `UPDATE ${t} AS o SET
+  state = CASE WHEN o.attempts >= $4 THEN 'dead' ELSE 'processing' END,
+  attempts = CASE WHEN o.attempts >= $4 THEN o.attempts ELSE o.attempts + 1 END,
+  available_at = CASE WHEN o.attempts >= $4 THEN now() ELSE now() + $3::float8 * interval '1 millisecond' END,
+  last_error = CASE WHEN o.attempts >= $4
+    THEN 'lease expired after attempt ' || o.attempts || ' of ' || $4 || ' without a result (the relay crashed or the handler hung)'
+      || COALESCE('; previous error: ' || o.last_error, '')
+    ELSE o.last_error END
+WHERE o.id = ANY(ARRAY(
   SELECT ${ordered ? 'c.' : ''}id FROM ${t}${ordered ? ' AS c' : ''}
   WHERE ${live} AND available_at <= now() AND topic = ANY($1::text[])${
     ordered
@@ -239,16 +273,7 @@ UNION ALL SELECT NULL, '${POSTGRES_NOT_IN_TRANSACTION}', false FROM guard WHERE 
   ORDER BY available_at, id
   LIMIT $2
   FOR UPDATE${ordered ? ' OF c' : ''} SKIP LOCKED
-)
-UPDATE ${t} AS o SET
-  state = CASE WHEN o.attempts >= $4 THEN 'dead' ELSE 'processing' END,
-  attempts = CASE WHEN o.attempts >= $4 THEN o.attempts ELSE o.attempts + 1 END,
-  available_at = CASE WHEN o.attempts >= $4 THEN now() ELSE now() + $3::float8 * interval '1 millisecond' END,
-  last_error = CASE WHEN o.attempts >= $4
-    THEN 'lease expired after attempt ' || o.attempts || ' of ' || $4 || ' without a result (the relay crashed or the handler hung)'
-      || COALESCE('; previous error: ' || o.last_error, '')
-    ELSE o.last_error END
-FROM due WHERE o.id = due.id
+))
 RETURNING o.id::text AS id, o.topic, o.key, o.payload::text AS payload, o.headers::text AS headers, o.attempts,
   o.state, (extract(epoch FROM o.created_at) * 1000)::float8 AS created_ms, o.last_error${ordered ? ', o.seq IS NOT NULL AS ordered' : ''}`
   const claim = claimSql(false)
@@ -268,7 +293,16 @@ RETURNING o.id::text AS id, o.topic, o.key, o.payload::text AS payload, o.header
   WHERE ($6::bool OR s.outcome <> 'delivered') AND o.id = s.id AND o.attempts = s.attempts AND o.state = 'processing'
   RETURNING o.id
 )
-SELECT id::text AS id FROM del UNION ALL SELECT id::text FROM upd`
+SELECT s.id::text AS id FROM s WHERE s.id NOT IN (SELECT id FROM del UNION ALL SELECT id FROM upd)`
+  // Returning the few ids that did not apply, not the many that did, spares the client a row per message.
+  const settleDelivered = `WITH s AS (
+  SELECT * FROM unnest($1::uuid[], $2::int4[]) AS s(id, attempts)
+), del AS (
+  DELETE FROM ${t} AS o USING s
+  WHERE o.id = s.id AND o.attempts = s.attempts AND o.state = 'processing'
+  RETURNING o.id
+)
+SELECT s.id::text AS id FROM s WHERE s.id NOT IN (SELECT id FROM del)`
   const extendLease = `UPDATE ${t} AS o SET available_at = now() + $3::float8 * interval '1 millisecond'
 FROM unnest($1::uuid[], $2::int4[]) AS s(id, attempts)
 WHERE o.id = s.id AND o.attempts = s.attempts AND o.state = 'processing'
@@ -314,6 +348,7 @@ ORDER BY h.key LIMIT $4`
     publishManyGuarded,
     claim,
     settle,
+    settleDelivered,
     extendLease,
     purge,
     redrive,
