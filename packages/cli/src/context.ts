@@ -1,5 +1,6 @@
 import { defineOutbox, type Outbox, type OutboxBackend } from '@outboxkit/core'
-import { pgBackend } from '@outboxkit/pg'
+import { type DatabaseTarget, parseDatabaseUrl } from './database-url.js'
+import { openBackend } from './open-backend.js'
 import { UsageError } from './usage.js'
 
 /** Where the CLI writes, and what it reads from the environment. */
@@ -17,16 +18,18 @@ export interface CommandContext {
   readonly io: CliIo
   readonly outbox: Outbox
   readonly json: boolean
-  /** The backend on `DATABASE_URL` (opened on first use, closed by the CLI). */
-  backend(): OutboxBackend
+  /**
+   * The backend `DATABASE_URL` names, by its scheme (opened on first use, closed by the CLI).
+   *
+   * @throws UsageError when `DATABASE_URL` is not set or its scheme is unknown.
+   * @throws MissingPackageError when the database's optional packages are not installed.
+   */
+  backend(): Promise<OutboxBackend>
+  /** What `DATABASE_URL` names, once {@link CommandContext.backend} has read it; else `undefined`. */
+  readonly target: DatabaseTarget | undefined
   /** Prints `value` as JSON (with `--json`) or `human()` as text. */
   print(value: unknown, human: () => string): void
 }
-
-/** Connection bound: a server that does not answer fails the command within this. */
-const CONNECT_TIMEOUT_MS = 10_000
-/** Statement bound: generous, since purge and discard may delete many rows. */
-const COMMAND_TIMEOUT_MS = 120_000
 
 /** Builds the context of one command run; `close()` releases the backend if it was opened. */
 export function createContext(
@@ -37,34 +40,36 @@ export function createContext(
   const table = values.table ?? io.env.OUTBOX_TABLE ?? 'outbox'
   const outbox = defineOutbox({ table })
   const json = values.json === true
-  let backend: OutboxBackend | undefined
+  let backend: Promise<OutboxBackend> | undefined
+  let target: DatabaseTarget | undefined
   return {
     io,
     outbox,
     json,
+    get target() {
+      return target
+    },
     backend() {
-      if (backend) return backend
-      const url = io.env.DATABASE_URL
-      if (!url) {
-        throw new UsageError(
-          'DATABASE_URL is not set: export the connection string of your database, e.g. DATABASE_URL=postgres://user@host:5432/app.',
-          command,
-        )
-      }
-      backend = pgBackend({
-        connectionString: url,
-        max: 1,
-        connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-        commandTimeoutMs: COMMAND_TIMEOUT_MS,
-        preparedStatements: false,
-      })
+      backend ??= (async () => {
+        const url = io.env.DATABASE_URL
+        if (!url) {
+          throw new UsageError(
+            'DATABASE_URL is not set: export the connection string of your database, e.g. DATABASE_URL=postgres://user@host:5432/app, mysql://user@host:3306/app or sqlite:./app.db.',
+            command,
+          )
+        }
+        target = parseDatabaseUrl(url, command)
+        return openBackend(target, { createFile: command === 'migrate' })
+      })()
       return backend
     },
     print(value, human) {
       io.stdout(json ? JSON.stringify(value, null, 2) : human())
     },
     async close() {
-      await backend?.close()
+      const opened = backend
+      backend = undefined
+      await (await opened?.catch(() => undefined))?.close()
     },
   }
 }

@@ -6,6 +6,8 @@ import { migrateCommand, sqlCommand } from './commands/migrate.js'
 import { purgeCommand } from './commands/purge.js'
 import { statsCommand } from './commands/stats.js'
 import { type CliIo, createContext } from './context.js'
+import { failureHint } from './hint.js'
+import { MissingPackageError } from './optional-package.js'
 import { parseCommandArgs, UsageError } from './usage.js'
 
 /** Exit codes scripts can rely on. */
@@ -14,7 +16,10 @@ export const EXIT = {
   ok: 0,
   /** The command was well formed but failed: database unreachable, table missing, timeout, ... */
   operational: 1,
-  /** The command line was wrong: unknown command or option, bad value, DATABASE_URL missing. */
+  /**
+   * The command line or the setup was wrong: unknown command or option, bad value, DATABASE_URL
+   * missing or of an unknown scheme, the database's optional packages not installed.
+   */
   usage: 2,
 } as const
 
@@ -36,14 +41,22 @@ const COMMON_HELP = `Options (every command):
   -h, --help       this help
 
 Environment:
-  DATABASE_URL     the PostgreSQL connection string (every command but sql)
+  DATABASE_URL     the database, chosen by its scheme (every command but sql):
+                     postgres://user@host:5432/app    PostgreSQL (also postgresql://)
+                     mysql://user@host:3306/app       MySQL 8+ (also mariadb:// for MariaDB 10.6+)
+                     sqlite:./app.db                  SQLite (also sqlite:///abs/path/app.db,
+                                                      file:./app.db, file:///abs/path/app.db)
+                   MySQL/MariaDB needs @outboxkit/mysql and mysql2 installed,
+                   SQLite @outboxkit/sqlite and better-sqlite3.
+  OUTBOX_TABLE     the default for --table
 
 Exit codes: 0 ok, 1 operational error (database unreachable, table missing, timeout),
-2 usage error (unknown command or option, bad value, DATABASE_URL not set).`
+2 usage error (unknown command or option, bad value, DATABASE_URL not set or of an unknown
+scheme, the database's packages not installed).`
 
 function mainHelp(): string {
   const width = Math.max(...commands.map((c) => c.name.length))
-  return `outboxkit: operate an outboxkit outbox table on PostgreSQL
+  return `outboxkit: operate an outboxkit outbox table on PostgreSQL, MySQL/MariaDB or SQLite
 
 Usage: outboxkit <command> [options]
 
@@ -81,16 +94,6 @@ function resolve(argv: string[]): { command: Command; rest: string[] } | undefin
   if (two) return { command: two, rest: argv.slice(2) }
   const one = commands.find((c) => c.name === argv[0])
   return one ? { command: one, rest: argv.slice(1) } : undefined
-}
-
-function hint(error: unknown, table: string): string {
-  const text = error instanceof Error ? error.message : String(error)
-  if (/relation .* does not exist/i.test(text))
-    return `\nThe table does not exist: create it with \`outboxkit migrate --table ${table}\`.`
-  if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|timeout|timed out|password authentication/i.test(text)) {
-    return '\nCheck DATABASE_URL and that PostgreSQL is reachable from here.'
-  }
-  return ''
 }
 
 /**
@@ -173,12 +176,14 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         `${error.message}\nRun \`outboxkit ${error.command ?? command.name} --help\`.`,
       )
     }
+    if (error instanceof MissingPackageError) return fail(EXIT.usage, 'MISSING_PACKAGE', error.message)
     if (isOutboxError(error, 'INVALID_CONFIG')) {
       return fail(EXIT.usage, error.code, error.message.replace(/^\[outboxkit\] /, ''))
     }
     const code = isOutboxError(error) ? error.code : 'ERROR'
     const message = (error instanceof Error ? error.message : String(error)).replace(/^\[outboxkit\] /, '')
-    return fail(EXIT.operational, code, `${message}${hint(error, context?.outbox.table.display ?? 'outbox')}`)
+    const hint = failureHint(error, context?.target, context?.outbox.table.display ?? 'outbox')
+    return fail(EXIT.operational, code, `${message}${hint ? `\n${hint}` : ''}`)
   } finally {
     await context?.close().catch(() => {})
   }

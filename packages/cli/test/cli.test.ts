@@ -84,7 +84,9 @@ describe('the real binary (node, a child process)', () => {
       binary(['stats', '--table', name]),
     ])
     expect(help).toMatchObject({ code: 0, stderr: '' })
-    expect(help.stdout).toMatch(/^outboxkit: operate an outboxkit outbox table on PostgreSQL\n/)
+    expect(help.stdout).toMatch(
+      /^outboxkit: operate an outboxkit outbox table on PostgreSQL, MySQL\/MariaDB or SQLite\n/,
+    )
     expect(usage).toMatchObject({ code: 2, stdout: '' })
     expect(JSON.parse(usage.stderr).error.code).toBe('USAGE')
     expect(noUrl).toMatchObject({ code: 2, stdout: '' })

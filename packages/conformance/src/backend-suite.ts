@@ -1,6 +1,7 @@
 import { defineOutbox, migrate, type Outbox, type OutboxBackend } from '@outboxkit/core'
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { uniqueTableName, waitFor } from './database.js'
+import { type Dialect, type IndexInfo, type OutboxSql, outboxSql } from './dialect-sql.js'
 
 /** What a backend's test file gives {@link runBackendConformance}. */
 export interface BackendHarness {
@@ -12,12 +13,24 @@ export interface BackendHarness {
 
 /** The backend under test and how the suite looks at its database. */
 export interface BackendContext {
+  /** The database's SQL dialect: how the suite writes its raw SQL. Default `'postgres'`. */
+  dialect?: Dialect
   /** Creates a fresh backend instance (called for each simulated relay). */
   backend(): OutboxBackend
-  /** Raw SQL outside the backend under test (PGlite: the same instance). */
+  /**
+   * Raw SQL outside the backend under test (PGlite: the same instance), written for
+   * {@link BackendContext.dialect} with its own placeholders (`$1` PostgreSQL, `?` MySQL and
+   * SQLite); returns plain rows.
+   */
   inspect(text: string, params?: unknown[]): Promise<Record<string, unknown>[]>
-  /** Whether `listen` must work (PostgreSQL: yes). */
+  /** Whether `listen` must work (PostgreSQL: yes; SQLite: the in-process wake; MySQL: no). */
   supportsListen: boolean
+  /**
+   * What wakes `listen` on `outbox.channel`: PostgreSQL's default is `pg_notify` through
+   * `inspect`; other dialects with `supportsListen` must give it (SQLite: a committed publish in
+   * this process).
+   */
+  wake?(outbox: Outbox): Promise<void>
   teardown(): Promise<void>
 }
 
@@ -29,36 +42,33 @@ export interface BackendContext {
 export function runBackendConformance(harness: BackendHarness): void {
   describe(`backend conformance: ${harness.name}`, () => {
     let ctx: BackendContext
+    let sql: OutboxSql
+    let dialect: Dialect
     let backend: OutboxBackend
     let outbox: Outbox
     let table: string
     const lease = 30_000
 
-    const insert = async (
+    const insert = (
       n: number,
-      fields: { topic?: string; state?: string; attempts?: number; availableInMs?: number } = {},
-    ) => {
-      const rows = await ctx.inspect(
-        `INSERT INTO ${table} (id, topic, payload, state, attempts, available_at)
-         SELECT gen_random_uuid(), $1, jsonb_build_object('i', g), $2, $3, now() + $4::float8 * interval '1 millisecond'
-         FROM generate_series(1, $5::int) AS g RETURNING id::text AS id`,
-        [
-          fields.topic ?? 't',
-          fields.state ?? 'pending',
-          fields.attempts ?? 0,
-          fields.availableInMs ?? -1000,
-          n,
-        ],
+      fields: {
+        topic?: string
+        state?: 'pending' | 'processing' | 'delivered' | 'dead'
+        attempts?: number
+        availableInMs?: number
+      } = {},
+    ) =>
+      sql.insert(
+        table,
+        Array.from({ length: n }, (_, i) => ({
+          topic: fields.topic ?? 't',
+          payload: { i: i + 1 },
+          state: fields.state ?? 'pending',
+          attempts: fields.attempts ?? 0,
+          availableInMs: fields.availableInMs ?? -1000,
+        })),
       )
-      return rows.map((r) => r.id as string)
-    }
-    const row = async (id: string) =>
-      (
-        await ctx.inspect(
-          `SELECT state, attempts, last_error, extract(epoch FROM available_at - now()) * 1000 AS due_in_ms FROM ${table} WHERE id = $1`,
-          [id],
-        )
-      )[0]
+    const row = (id: string) => sql.row(table, id)
     const claim = (
       limit: number,
       opts: { topics?: string[]; leaseMs?: number; maxAttempts?: number; b?: OutboxBackend } = {},
@@ -73,16 +83,18 @@ export function runBackendConformance(harness: BackendHarness): void {
 
     beforeAll(async () => {
       ctx = await harness.setup()
+      dialect = ctx.dialect ?? 'postgres'
+      sql = outboxSql(dialect, (text, params) => ctx.inspect(text, params))
       backend = ctx.backend()
       table = uniqueTableName(`be_${harness.name}`)
       outbox = defineOutbox({ table })
     })
     beforeEach(async () => {
       await migrate(outbox, backend)
-      await ctx.inspect(`DELETE FROM ${table}`)
+      await sql.clear(table)
     })
     afterAll(async () => {
-      await ctx?.inspect(`DROP TABLE IF EXISTS ${table}`).catch(() => {})
+      await sql?.drop(table).catch(() => {})
       await backend?.close()
       await ctx?.teardown()
     })
@@ -93,17 +105,9 @@ export function runBackendConformance(harness: BackendHarness): void {
       try {
         await Promise.all([migrate(fresh, backend), migrate(fresh, others[0]!), migrate(fresh, others[1]!)])
         await migrate(fresh, backend)
-        const idx = await ctx.inspect(
-          `SELECT indexdef FROM pg_indexes WHERE tablename = $1 ORDER BY indexname`,
-          [fresh.table.name],
-        )
-        const defs = idx.map((r) => String(r.indexdef))
-        expect(defs.some((d) => /\(available_at, id\) WHERE/.test(d) && /pending/.test(d))).toBe(true)
-        expect(defs.some((d) => /UNIQUE INDEX .*\(dedup_key\) WHERE \(dedup_key IS NOT NULL\)/.test(d))).toBe(
-          true,
-        )
+        expectOutboxIndexes(dialect, await sql.indexes(fresh.table.name))
       } finally {
-        await ctx.inspect(`DROP TABLE IF EXISTS ${fresh.table.name}`)
+        await sql.drop(fresh.table.name)
         await Promise.all(others.map((b) => b.close()))
       }
     })
@@ -173,7 +177,7 @@ export function runBackendConformance(harness: BackendHarness): void {
 
     test('a row that used maxAttempts is dead-lettered at claim, not returned for delivery', async () => {
       const [id] = await insert(1, { state: 'processing', attempts: 3 })
-      await ctx.inspect(`UPDATE ${table} SET last_error = 'boom' WHERE id = $1`, [id])
+      await sql.update(table, id!, { lastError: 'boom' })
       const [c] = await claim(5, { maxAttempts: 3 })
       expect(c!.id).toBe(id)
       expect(c!.state).toBe('dead')
@@ -231,7 +235,7 @@ export function runBackendConformance(harness: BackendHarness): void {
     test('settles are fenced by attempts: a stale relay cannot overwrite a newer claim', async () => {
       const [id] = await insert(1)
       await claim(1, { leaseMs: 1 })
-      await ctx.inspect(`UPDATE ${table} SET available_at = now() - interval '1 second' WHERE id = $1`, [id])
+      await sql.update(table, id!, { availableInMs: -1000 })
       const [again] = await claim(1)
       expect(again!.attempts).toBe(2)
       for (const outcome of ['delivered', 'retry', 'dead'] as const) {
@@ -289,7 +293,7 @@ export function runBackendConformance(harness: BackendHarness): void {
       const dead = await insert(3, { state: 'dead', attempts: 10 })
       const delivered = await insert(2, { state: 'delivered' })
       const pending = await insert(1)
-      await ctx.inspect(`UPDATE ${table} SET topic = 'x' WHERE id = $1`, [dead[2]])
+      await sql.update(table, dead[2]!, { topic: 'x' })
       expect(await backend.redrive({ table: outbox.table, ids: [dead[0]!] })).toBe(1)
       const r = await row(dead[0]!)
       expect(r!.state).toBe('pending')
@@ -302,13 +306,18 @@ export function runBackendConformance(harness: BackendHarness): void {
       expect(
         await backend.purge({ table: outbox.table, states: ['dead', 'delivered'], olderThanMs: 0 }),
       ).toBe(1)
-      const left = await ctx.inspect(`SELECT id::text AS id FROM ${table} ORDER BY id`)
+      const left = await sql.rows(table)
       expect(left.map((l) => l.id).sort()).toEqual([dead[0], dead[2], pending[0]].sort())
       expect(delivered).toHaveLength(2)
     })
 
     test('listen wakes on a NOTIFY sent by a committed transaction', async (t) => {
-      if (!ctx.supportsListen || !backend.listen) t.skip()
+      // No listen on this backend (MySQL has no NOTIFY): the relay polls, and the docs say so.
+      if (!ctx.supportsListen) t.skip()
+      expect(backend.listen, 'supportsListen is set, so backend.listen must exist').toBeTypeOf('function')
+      if (dialect !== 'postgres' && !ctx.wake) {
+        throw new Error(`[outboxkit] [conformance] supportsListen on ${dialect} needs BackendContext.wake`)
+      }
       let wakes = 0
       let connected = false
       const sub = await backend.listen!(outbox.channel, {
@@ -320,11 +329,51 @@ export function runBackendConformance(harness: BackendHarness): void {
       })
       try {
         await waitFor(() => connected, { what: 'the LISTEN connection' })
-        await ctx.inspect(`SELECT pg_notify($1, '')`, [outbox.channel])
+        if (ctx.wake) await ctx.wake(outbox)
+        else await ctx.inspect(`SELECT pg_notify($1, '')`, [outbox.channel])
         await waitFor(() => wakes > 0, { what: 'a wake-up' })
       } finally {
         await sub.close()
       }
     })
   })
+}
+
+/**
+ * The indexes `migrate` must create. PostgreSQL: the partial `(available_at, id)` index of live
+ * rows that serves the claim, and the partial unique index on `dedup_key`. SQLite: the same,
+ * partial too. MySQL (no partial indexes): the same on generated columns derived from
+ * `available_at` (NULL for terminal rows) and from `dedup_key` (e.g. a hash).
+ */
+function expectOutboxIndexes(dialect: Dialect, indexes: IndexInfo[]): void {
+  if (dialect === 'postgres') {
+    const defs = indexes.map((i) => i.definition ?? '')
+    expect(defs.some((d) => /\(available_at, id\) WHERE/.test(d) && /pending/.test(d))).toBe(true)
+    expect(defs.some((d) => /UNIQUE INDEX .*\(dedup_key\) WHERE \(dedup_key IS NOT NULL\)/.test(d))).toBe(
+      true,
+    )
+    return
+  }
+  const described = JSON.stringify(indexes)
+  /** Column `i` of `index` is `column`, or (MySQL) a generated column computed from it. */
+  const covers = (index: IndexInfo, i: number, column: string) =>
+    index.columns[i] === column || (index.generated?.[i] ?? '').includes(column)
+  const claimIndex = indexes.find(
+    (x) =>
+      x.columns.length === 2 &&
+      covers(x, 0, 'available_at') &&
+      x.columns[1] === 'id' &&
+      (dialect === 'sqlite'
+        ? x.partial === true && /pending/.test(x.definition ?? '')
+        : x.columns[0] === 'available_at' || /pending/.test(x.generated?.[0] ?? '')),
+  )
+  expect(claimIndex, `an index on (available_at, id) of live rows: ${described}`).toBeDefined()
+  const dedupIndex = indexes.find(
+    (x) =>
+      x.unique &&
+      x.columns.length === 1 &&
+      covers(x, 0, 'dedup_key') &&
+      (dialect !== 'sqlite' || (x.partial === true && /dedup_key IS NOT NULL/.test(x.definition ?? ''))),
+  )
+  expect(dedupIndex, `a unique index on dedup_key: ${described}`).toBeDefined()
 }

@@ -1,3 +1,5 @@
+import Database from 'better-sqlite3'
+import mysql from 'mysql2/promise'
 import pg from 'pg'
 
 /**
@@ -23,6 +25,59 @@ export function serverInspector(url = testDatabaseUrl()): Inspector {
       return (await pool.query(text, params)).rows as T[]
     },
     close: () => pool.end(),
+  }
+}
+
+/**
+ * The MySQL/MariaDB server the tests use: `MYSQL_URL` when set, else the local server at
+ * 127.0.0.1:3306 (database `test`, user root without password).
+ */
+export function testMysqlUri(): string {
+  return process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
+}
+
+/**
+ * An {@link Inspector} on its own mysql2/promise pool. SQL uses `?` placeholders; DATETIME values
+ * are read as UTC and DECIMAL results as numbers; a statement that returns no rows yields `[]`.
+ */
+export function mysqlInspector(uri = testMysqlUri()): Inspector {
+  const pool = mysql.createPool({
+    uri,
+    connectionLimit: 4,
+    timezone: 'Z',
+    decimalNumbers: true,
+    supportBigNumbers: true,
+    charset: 'utf8mb4',
+  })
+  pool.on('connection', (c) => c.on('error', () => {}))
+  return {
+    async query<T>(text: string, params: unknown[] = []) {
+      const [rows] = await pool.query(text, params)
+      return (Array.isArray(rows) ? rows : []) as T[]
+    },
+    close: () => pool.end(),
+  }
+}
+
+/**
+ * An {@link Inspector} on its own better-sqlite3 connection to `filename` (10 s busy timeout;
+ * the journal mode is left as the file has it). SQL uses `?` placeholders; booleans are bound as 0/1; a statement that returns no
+ * rows yields `[]`.
+ */
+export function sqliteInspector(filename: string): Inspector {
+  const db = new Database(filename)
+  db.pragma('busy_timeout = 10000')
+  return {
+    async query<T>(text: string, params: unknown[] = []) {
+      const stmt = db.prepare(text)
+      const bound = params.map((v) => (typeof v === 'boolean' ? (v ? 1 : 0) : v))
+      if (stmt.reader) return stmt.all(...bound) as T[]
+      stmt.run(...bound)
+      return []
+    },
+    async close() {
+      db.close()
+    },
   }
 }
 

@@ -1,5 +1,29 @@
 export { type BackendContext, type BackendHarness, runBackendConformance } from './backend-suite.js'
-export { type Inspector, serverInspector, testDatabaseUrl, uniqueTableName, waitFor } from './database.js'
+export {
+  type Inspector,
+  mysqlInspector,
+  serverInspector,
+  sqliteInspector,
+  testDatabaseUrl,
+  testMysqlUri,
+  uniqueTableName,
+  waitFor,
+} from './database.js'
+export {
+  ALL_DIALECTS,
+  assertDialect,
+  type Dialect,
+  type IndexInfo,
+  type InspectFn,
+  type OutboxRowRead,
+  type OutboxSql,
+  outboxSql,
+  type RowChanges,
+  type RowFilter,
+  type SeedRow,
+  type SeedState,
+} from './dialect-sql.js'
+export { DIALECTS, parseDialects } from './matrix.js'
 export {
   type PublishContext,
   type PublishHarness,

@@ -11,6 +11,7 @@ import {
 } from '@outboxkit/core'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { uniqueTableName, waitFor } from './database.js'
+import { type Dialect, type OutboxSql, outboxSql } from './dialect-sql.js'
 
 /** A handle `publish` must refuse, with a label for the test name. */
 export interface RefusedHandle {
@@ -32,9 +33,15 @@ export interface PublishHarness<TTx> {
 
 /** The library-specific operations the suite drives. */
 export interface PublishContext<TTx> {
+  /** The database's SQL dialect: how the suite writes its raw SQL. Default `'postgres'`. */
+  dialect?: Dialect
   /** Backend used to migrate the table and run a relay for delivery checks. */
   backend: OutboxBackend
-  /** Raw SQL on a separate connection (PGlite: the same instance, outside any transaction). */
+  /**
+   * Raw SQL on a separate connection (PGlite: the same instance, outside any transaction), written
+   * for {@link PublishContext.dialect} with its own placeholders (`$1` PostgreSQL, `?` MySQL and
+   * SQLite); returns plain rows.
+   */
   inspect(text: string, params?: unknown[]): Promise<Record<string, unknown>[]>
   /** Runs `fn` in a transaction through the library's own API: commit on resolve, rollback on throw. */
   transaction<T>(fn: (tx: TTx) => Promise<T>): Promise<T>
@@ -62,12 +69,11 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
   const { name, publish, publishMany } = harness
   describe(`publish conformance: ${harness.label ?? name}`, () => {
     let ctx: PublishContext<TTx>
+    let sql: OutboxSql
     let outbox: Outbox
     let table: string
-    const count = async (where = 'true', params: unknown[] = []) =>
-      Number((await ctx.inspect(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, params))[0]!.n)
-    const rowOf = async (id: string) =>
-      (await ctx.inspect(`SELECT *, payload::text AS payload_text FROM ${table} WHERE id = $1`, [id]))[0]
+    const count = (filter: { id?: string; topic?: string } = {}) => sql.count(table, filter)
+    const rowOf = (id: string) => sql.row(table, id)
     const expectCode = async (promise: Promise<unknown>, code: string) => {
       const err = await promise.then(
         () => undefined,
@@ -81,12 +87,13 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
 
     beforeAll(async () => {
       ctx = await harness.setup()
+      sql = outboxSql(ctx.dialect ?? 'postgres', (text, params) => ctx.inspect(text, params))
       table = uniqueTableName(name)
       outbox = defineOutbox({ table })
       await migrate(outbox, ctx.backend)
     })
     afterAll(async () => {
-      await ctx?.inspect(`DROP TABLE IF EXISTS ${table}`).catch(() => {})
+      await sql?.drop(table).catch(() => {})
       await ctx?.teardown()
     })
 
@@ -112,8 +119,7 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
       expect(Number(row!.attempts)).toBe(0)
       expect(row!.dedup_key).toBe('commit-1')
       expect(row!.last_error).toBeNull()
-      const [h] = await ctx.inspect(`SELECT headers::text AS h FROM ${table} WHERE id = $1`, [result.id])
-      expect(JSON.parse(h!.h as string)).toEqual({ tenant: 't1' })
+      expect(JSON.parse(row!.headers_text)).toEqual({ tenant: 't1' })
     })
 
     test('a rolled-back publish leaves nothing', async () => {
@@ -125,7 +131,7 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
         }),
       ).rejects.toThrow('roll back')
       expect(id).not.toBe('')
-      expect(await count('id = $1', [id])).toBe(0)
+      expect(await count({ id })).toBe(0)
     })
 
     test('refuses every handle that is not an open transaction, and writes nothing', async () => {
@@ -144,7 +150,7 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
         )
         expect(await count(), `${label} wrote a row`).toBe(before)
       }
-      expect(await count(`topic = 'refused'`)).toBe(0)
+      expect(await count({ topic: 'refused' })).toBe(0)
     })
 
     test('refuses a transaction handle used after its transaction committed', async (t) => {
@@ -161,7 +167,7 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
         publishMany(outbox, escaped as TTx, [{ topic: 'escaped', payload: 1 }]),
         'NOT_IN_TRANSACTION',
       )
-      expect(await count(`topic = 'escaped'`)).toBe(0)
+      expect(await count({ topic: 'escaped' })).toBe(0)
     })
 
     test('refuses a transaction handle used after its transaction rolled back', async (t) => {
@@ -179,7 +185,7 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
         publish(outbox, escaped as TTx, { topic: 'escaped-rb', payload: 1 }),
         'NOT_IN_TRANSACTION',
       )
-      expect(await count(`topic = 'escaped-rb'`)).toBe(0)
+      expect(await count({ topic: 'escaped-rb' })).toBe(0)
     })
 
     test('rolling back a savepoint removes its messages; the outer commit keeps the rest', async (t) => {
@@ -197,9 +203,9 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
         const kept = await savepoint(tx, (stx) => publish(outbox, stx, { topic: 'sp', payload: 'kept' }))
         return { outer: outer.id, inner, kept: kept.id }
       })
-      expect(await count('id = $1', [ids.outer])).toBe(1)
-      expect(await count('id = $1', [ids.inner])).toBe(0)
-      expect(await count('id = $1', [ids.kept])).toBe(1)
+      expect(await count({ id: ids.outer })).toBe(1)
+      expect(await count({ id: ids.inner })).toBe(0)
+      expect(await count({ id: ids.kept })).toBe(1)
     })
 
     test('publishMany writes all messages in order, in one statement', async () => {
@@ -209,10 +215,9 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
       expect(results.every((r) => r.published)).toBe(true)
       const sorted = [...results.map((r) => r.id)].sort()
       expect(results.map((r) => r.id)).toEqual(sorted)
-      const rows = await ctx.inspect(
-        `SELECT id::text AS id, payload->>'i' AS i, key FROM ${table} WHERE topic = 'many' ORDER BY id`,
-      )
-      expect(rows.map((r) => Number(r.i))).toEqual([0, 1, 2, 3, 4, 5, 6])
+      const rows = await sql.rows(table, { topic: 'many' })
+      expect(rows.map((r) => Number(JSON.parse(r.payload_text).i))).toEqual([0, 1, 2, 3, 4, 5, 6])
+      expect(rows.map((r) => r.key)).toEqual(msgs.map((m) => m.key))
       expect(rows.map((r) => r.id)).toEqual(results.map((r) => r.id))
       expect(await ctx.transaction((tx) => publishMany(outbox, tx, []))).toEqual([])
     })
@@ -226,7 +231,7 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
       await expect(ctx.transaction((tx) => publishMany(outbox, tx, msgs as never))).rejects.toMatchObject({
         code: 'INVALID_MESSAGE',
       })
-      expect(await count(`topic = 'atomic'`)).toBe(0)
+      expect(await count({ topic: 'atomic' })).toBe(0)
     })
 
     test('dedupKey: a second publish with the same key is a no-op returning the first id', async () => {
@@ -248,19 +253,16 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
       expect(batch.map((r) => r.published)).toEqual([true, false, false])
       expect(batch[1]!.id).toBe(first.id)
       expect(batch[2]!.id).toBe(batch[0]!.id)
-      expect(await count(`topic = 'dedup'`)).toBe(2)
+      expect(await count({ topic: 'dedup' })).toBe(2)
     })
 
     test('delayMs: available_at is delayMs after now() of the database', async () => {
       const { id } = await ctx.transaction((tx) =>
         publish(outbox, tx, { topic: 'delay', payload: 1, delayMs: 60_000 }),
       )
-      const [r] = await ctx.inspect(
-        `SELECT extract(epoch FROM available_at - created_at) * 1000 AS d FROM ${table} WHERE id = $1`,
-        [id],
-      )
-      expect(Number(r!.d)).toBeGreaterThanOrEqual(59_900)
-      expect(Number(r!.d)).toBeLessThanOrEqual(60_100)
+      const r = await rowOf(id)
+      expect(r!.delay_ms).toBeGreaterThanOrEqual(59_900)
+      expect(r!.delay_ms).toBeLessThanOrEqual(60_100)
     })
 
     test('unicode and a 1 MiB payload round-trip exactly', async () => {
@@ -272,8 +274,7 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
       const row = await rowOf(a.id)
       expect(JSON.parse(row!.payload_text as string)).toEqual(big)
       expect(row!.key).toBe('ключ-🔑')
-      const [h] = await ctx.inspect(`SELECT headers->>'x-note' AS v FROM ${table} WHERE id = $1`, [a.id])
-      expect(h!.v).toBe(text)
+      expect(JSON.parse(row!.headers_text)['x-note']).toBe(text)
       const s = await ctx.transaction((tx) => publish(outbox, tx, { topic: 'big', payload: 'just a string' }))
       expect(JSON.parse((await rowOf(s.id))!.payload_text as string)).toBe('just a string')
     })
@@ -310,7 +311,7 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
         ctx.transaction((tx) => publish(outbox, tx, { topic: 'nonjson', payload: 1, delayMs: -1 })),
         'INVALID_MESSAGE',
       )
-      expect(await count(`topic = 'nonjson'`)).toBe(0)
+      expect(await count({ topic: 'nonjson' })).toBe(0)
     })
 
     test('many concurrent transactions each publish exactly once', async () => {
@@ -321,7 +322,7 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
         ),
       )
       expect(new Set(results.map((r) => r.id)).size).toBe(n)
-      expect(await count(`topic = 'concurrent'`)).toBe(n)
+      expect(await count({ topic: 'concurrent' })).toBe(n)
     })
 
     test('a relay delivers committed messages with payload, key and headers intact, never rolled-back ones', async () => {
@@ -347,7 +348,7 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
       try {
         await waitFor(() => deliveries.length >= 2, { what: 'two deliveries' })
         // The relay keeps polling: if the rolled-back message existed it would be claimed now.
-        await waitFor(async () => (await count(`topic = 'e2e'`)) === 0, {
+        await waitFor(async () => (await count({ topic: 'e2e' })) === 0, {
           what: 'the e2e rows to be deleted',
         })
       } finally {

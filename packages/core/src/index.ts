@@ -64,8 +64,36 @@ export {
   type PublishMessage,
   type PublishResult,
   prepareMessages,
+  prepareMessagesSync,
 } from './message.js'
+export {
+  createMysqlBackend,
+  type MysqlExecutor,
+  type MysqlQuery,
+  type MysqlResult,
+  toMysqlOutboxError,
+} from './mysql-backend.js'
+export {
+  asMysql2Connection,
+  canQueueMysql2Commands,
+  isMariaDbConnection,
+  type Mysql2Command,
+  type Mysql2Connection,
+  type Mysql2QueryCallback,
+  type Mysql2QueryOptions,
+  type Mysql2SendOptions,
+  mysql2ConnectionState,
+  mysqlStatusInTransaction,
+  sendMysql2Statement,
+  toMysqlResult,
+} from './mysql2-connection.js'
 export { createPostgresBackend, type PostgresExecutor, statementName } from './postgres-backend.js'
+export {
+  createMysqlPublisher,
+  type MysqlPublisherSpec,
+  type MysqlStatement,
+  writeMysqlMessages,
+} from './publish-mysql.js'
 export {
   isPostgresPublishRefused,
   type PostgresPublishOptions,
@@ -73,6 +101,15 @@ export {
   postgresPublishStatement,
   readPostgresPublishResult,
 } from './publish-postgres.js'
+export {
+  createSqlitePublisher,
+  readSqlitePublishResult,
+  type SqlitePublisherSpec,
+  type SqliteRows,
+  type SqliteStatement,
+  sqliteDedupStatement,
+  sqlitePublishStatement,
+} from './publish-sqlite.js'
 export {
   createPostgresPublisher,
   type PostgresPublisherSpec,
@@ -101,9 +138,21 @@ export {
   type RetryPolicy,
   resolveRetryPolicy,
 } from './retry.js'
+export { type OutboxDialect, outboxDdl } from './sql/ddl.js'
+export {
+  MARIADB_TRANSACTION_GUARD,
+  MYSQL_MAX_ROWS_PER_INSERT,
+  type MysqlInsertOptions,
+  type MysqlOutboxNames,
+  type MysqlStatements,
+  mysqlOutboxDdl,
+  mysqlOutboxNames,
+  mysqlQualifiedTable,
+  mysqlStatements,
+  quoteMysqlIdent,
+} from './sql/mysql.js'
 export {
   type OutboxIndexNames,
-  outboxDdl,
   outboxIndexNames,
   POSTGRES_NOT_IN_TRANSACTION,
   POSTGRES_TRANSACTION_MARKER,
@@ -113,5 +162,15 @@ export {
   quoteIdent,
 } from './sql/postgres.js'
 export { encodeArrayParameters, postgresArrayLiteral, snakeCaseRows } from './sql/postgres-values.js'
+export {
+  bindSqlite,
+  SQLITE_NOW_MS,
+  type SqliteSql,
+  type SqliteStatements,
+  sqliteOutboxDdl,
+  sqliteStatements,
+} from './sql/sqlite.js'
+export { createSqliteBackend, isSqliteBusy, type SqliteExecutor } from './sqlite-backend.js'
+export { hasSqliteWakeListeners, listenSqliteWake, wakeSqliteAfterTransaction } from './sqlite-wake.js'
 export { formatIssues, type StandardSchemaV1 } from './standard-schema.js'
 export { INSTRUMENTATION_SCOPE, metricNames, type RelayTelemetryOptions } from './telemetry.js'

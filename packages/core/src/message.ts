@@ -244,13 +244,61 @@ export async function prepareMessages(
     if (schema) {
       let result = schema['~standard'].validate(prepared.payload)
       if (result instanceof Promise) result = await result
-      if (result.issues) {
-        throw invalid(
-          source,
-          index,
-          `payload does not match the schema of topic ${JSON.stringify(prepared.topic)}: ${formatIssues(result.issues)}.`,
+      assertValid(result, prepared.topic, source, index)
+    }
+    out[i] = finish(outbox, prepared, source, index)
+  }
+  return out
+}
+
+function assertValid(
+  result: StandardSchemaV1.Result<unknown>,
+  topic: string,
+  source: string,
+  index: number | undefined,
+): void {
+  if (result.issues) {
+    throw invalid(
+      source,
+      index,
+      `payload does not match the schema of topic ${JSON.stringify(topic)}: ${formatIssues(result.issues)}.`,
+    )
+  }
+}
+
+/**
+ * {@link prepareMessages} without awaiting anything: for drivers whose transactions are
+ * synchronous (better-sqlite3), where the row must be written before `publish` returns. A topic
+ * whose Standard Schema validates asynchronously (its `validate` returns a Promise) cannot be
+ * checked there, so it is refused.
+ *
+ * @param outbox - the outbox definition
+ * @param messages - the messages as given to `publish`/`publishMany`
+ * @param source - adapter name for error messages, e.g. `'sqlite'`
+ * @throws OutboxError `INVALID_MESSAGE` naming the first bad message; `INVALID_CONFIG` when a
+ * topic's schema is asynchronous. Nothing is written.
+ */
+export function prepareMessagesSync(
+  outbox: Outbox,
+  messages: readonly unknown[],
+  source: string,
+): PreparedMessage[] {
+  const many = messages.length > 1
+  const out: PreparedMessage[] = new Array(messages.length)
+  for (let i = 0; i < messages.length; i++) {
+    const index = many ? i : undefined
+    const { prepared, schema } = prepareOne(outbox, messages[i], source, index)
+    if (schema) {
+      const result = schema['~standard'].validate(prepared.payload)
+      if (result instanceof Promise) {
+        result.then(undefined, () => {}) // its outcome is moot: no unhandled rejection
+        throw new OutboxError(
+          'INVALID_CONFIG',
+          `${index === undefined ? 'message' : `message #${index}`}: the schema of topic ${JSON.stringify(prepared.topic)} validates asynchronously (its validate() returned a Promise), but this driver's transactions are synchronous, so publish must validate before it returns. Use a synchronous schema for this topic (e.g. no async refinements), or validate the payload yourself before the transaction. Nothing was written.`,
+          { source },
         )
       }
+      assertValid(result, prepared.topic, source, index)
     }
     out[i] = finish(outbox, prepared, source, index)
   }

@@ -1,3 +1,4 @@
+import { DIALECTS, testDatabaseUrl } from '@outboxkit/conformance'
 import {
   createRelay,
   defineOutbox,
@@ -7,12 +8,9 @@ import {
   type RelayOptions,
 } from '@outboxkit/core'
 import { pgBackend } from '@outboxkit/pg'
-import { afterAll, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import { z } from 'zod'
-import { Harness, nextEvent } from './support/harness.js'
-
-const h = new Harness()
-afterAll(() => h.close())
+import { nextEvent, useHarness } from './support/harness.js'
 
 function thrown(fn: () => unknown): unknown {
   try {
@@ -75,17 +73,37 @@ describe('table names', () => {
       ),
     ).toBe(true)
   })
+})
+
+// A schema-qualified, mixed-case table on every database of the matrix (DIALECTS). The "schema" is
+// PostgreSQL's schema, a MySQL database, or an SQLite attached database (`main`, always there).
+describe.each(DIALECTS)('%s', (dialect) => {
+  const h = useHarness(dialect)
 
   test('a valid mixed-case, schema-qualified name is quoted, never folded: migrate, publish and deliver work', async () => {
-    const schema = `core_s_${process.pid}`
+    const schema = dialect === 'sqlite' ? 'main' : `core_s_${process.pid}`
     const outbox = defineOutbox({ table: `${schema}.Outbox_Mixed` })
-    await h.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
+    if (dialect === 'postgres') await h.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
+    if (dialect === 'mysql') await h.query(`CREATE DATABASE IF NOT EXISTS ${schema}`)
     try {
-      await migrate(outbox, pgBackend({ pool: h.pool }))
-      const [r] = await h.query<{ reg: string | null }>(`SELECT to_regclass($1)::text AS reg`, [
-        `${schema}."Outbox_Mixed"`,
-      ])
-      expect(r!.reg).toBe(`${schema}."Outbox_Mixed"`)
+      await migrate(outbox, await h.sharedBackend())
+      if (dialect === 'postgres') {
+        const [r] = await h.query<{ reg: string | null }>(`SELECT to_regclass($1)::text AS reg`, [
+          `${schema}."Outbox_Mixed"`,
+        ])
+        expect(r!.reg).toBe(`${schema}."Outbox_Mixed"`)
+      } else if (dialect === 'mysql') {
+        const tables = await h.query<{ name: string }>(
+          `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?`,
+          [schema],
+        )
+        expect(tables.map((t) => t.name)).toEqual(['Outbox_Mixed'])
+      } else {
+        const tables = await h.query<{ name: string }>(
+          `SELECT name FROM sqlite_master WHERE type = 'table' AND lower(name) = 'outbox_mixed'`,
+        )
+        expect(tables.map((t) => t.name)).toEqual(['Outbox_Mixed'])
+      }
       const relay = h.relay(outbox, { handlers: { t: () => {} }, notify: false })
       const delivered = nextEvent(relay, 'delivered')
       const [p] = await h.publish(outbox, [{ topic: 't', payload: {} }])
@@ -93,7 +111,9 @@ describe('table names', () => {
       expect((await delivered).message.id).toBe(p!.id)
       await h.cleanup()
     } finally {
-      await h.query(`DROP SCHEMA ${schema} CASCADE`)
+      if (dialect === 'postgres') await h.query(`DROP SCHEMA ${schema} CASCADE`)
+      if (dialect === 'mysql') await h.query(`DROP DATABASE IF EXISTS ${schema}`)
+      if (dialect === 'sqlite') await h.query(`DROP TABLE IF EXISTS main."Outbox_Mixed"`)
     }
   })
 })
@@ -101,7 +121,7 @@ describe('table names', () => {
 describe('createRelay options', () => {
   const outbox = defineOutbox({ table: 'outbox' })
   const typed = defineOutbox({ table: 'outbox', topics: { known: z.object({}) } })
-  const backend = pgBackend({ connectionString: h.url })
+  const backend = pgBackend({ connectionString: testDatabaseUrl() })
   const base = { backend, handlers: { t: () => {} } }
 
   test.each<[string, Partial<RelayOptions<any>>]>([

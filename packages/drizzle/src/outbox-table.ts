@@ -1,4 +1,4 @@
-import { describe, OutboxError, outboxIndexNames, parseTableName, type TableRef } from '@outboxkit/core'
+import { outboxIndexNames, type TableRef } from '@outboxkit/core'
 import { sql } from 'drizzle-orm'
 import {
   type AnyPgColumn,
@@ -15,6 +15,7 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core'
+import { type OutboxTableSource, tableRef } from './table-ref.js'
 
 /** The `state` values of an outbox row. */
 export const OUTBOX_STATES = ['pending', 'processing', 'delivered', 'dead'] as const
@@ -79,17 +80,6 @@ function build(table: TableRef) {
 /** The Drizzle table {@link outboxTable} returns: the outbox's columns, check and indexes. */
 export type OutboxTable = ReturnType<typeof build>
 
-function tableRef(table: unknown): TableRef {
-  if (typeof table === 'string') return parseTableName(table)
-  const ref = (table as { table?: TableRef } | null | undefined)?.table
-  if (ref && typeof ref === 'object' && typeof ref.name === 'string') return parseTableName(ref.display)
-  throw new OutboxError(
-    'INVALID_CONFIG',
-    `outboxTable needs a table name like 'outbox' or 'app.outbox', or the outbox from defineOutbox, got ${describe(table)}.`,
-    { source: 'drizzle' },
-  )
-}
-
 /**
  * The outbox table as a Drizzle `pgTable`, for drizzle-kit: the same columns, types, defaults,
  * `state` check and the three partial indexes that `migrate` creates, so `drizzle-kit generate`
@@ -108,7 +98,7 @@ function tableRef(table: unknown): TableRef {
  * ```
  * @throws OutboxError `INVALID_CONFIG` for a name `defineOutbox` would refuse.
  */
-export function outboxTable(table: string | { readonly table: TableRef } = 'outbox'): OutboxTable {
+export function outboxTable(table: OutboxTableSource = 'outbox'): OutboxTable {
   const ref = tableRef(table)
   if (ref.schema === null) return build(ref)
   // The same table in a PostgreSQL schema; typed like the unqualified one (only `schema` differs).
@@ -129,8 +119,8 @@ export function outboxTable(table: string | { readonly table: TableRef } = 'outb
  * export const outboxSeq = outboxSequence(myOutbox)
  * ```
  */
-export function outboxSequence(table: string | { readonly table: TableRef } = 'outbox') {
-  const ref = tableRef(table)
+export function outboxSequence(table: OutboxTableSource = 'outbox') {
+  const ref = tableRef(table, 'outboxSequence')
   const { sequence } = outboxIndexNames(ref)
   return ref.schema === null ? pgSequence(sequence) : pgSchema(ref.schema).sequence(sequence)
 }

@@ -1,12 +1,29 @@
 import {
+  createMysqlPublisher,
   createPostgresPublisher,
+  createSqlitePublisher,
   type PostgresPublisherSpec,
   type PostgresPublishStatement,
   type PublishFn,
   type PublishManyFn,
 } from '@outboxkit/core'
-import { DrizzleQueryError } from 'drizzle-orm/errors'
+import { driverError } from './driver-error.js'
+import { transactionDialect } from './handle.js'
+import {
+  checkMysqlTransaction,
+  type DrizzleMysqlTransaction,
+  executeMysql,
+  type MysqlTransactionCheck,
+  mysqlConnectionOf,
+  mysqlGuard,
+} from './mysql-transaction.js'
 import { ADAPTER, notInTransaction } from './refusal.js'
+import {
+  allSqlite,
+  checkSqliteTransaction,
+  type DrizzleSqliteTransaction,
+  inSqliteTransaction,
+} from './sqlite-transaction.js'
 import {
   checkTransaction,
   type DrizzleTransaction,
@@ -16,14 +33,10 @@ import {
 } from './transaction.js'
 
 /**
- * Drizzle wraps driver errors in a DrizzleQueryError whose message holds the statement and every
- * parameter (the whole payload); the driver's own error carries the SQLSTATE that tells a timeout
- * from other failures. Reported instead, so payloads stay out of messages and logs.
+ * What `publish` takes: a Drizzle transaction of any supported dialect (the `tx` of
+ * `db.transaction(...)`, or of a nested `tx.transaction(...)`). The dialect is chosen from it.
  */
-function driverError(err: unknown): unknown {
-  const wrapped = typeof DrizzleQueryError === 'function' && err instanceof DrizzleQueryError
-  return wrapped && err.cause !== undefined ? err.cause : err
-}
+export type AnyDrizzleTransaction = DrizzleTransaction | DrizzleMysqlTransaction | DrizzleSqliteTransaction
 
 const spec: PostgresPublisherSpec<DrizzleTransaction> = {
   name: ADAPTER,
@@ -50,43 +63,101 @@ const guarded = createPostgresPublisher<DrizzleTransaction>({
       ),
   },
 })
-const publisherFor = (tx: unknown) => (driverOfHandle(tx)?.guarded ? guarded : plain)
+
+/** MySQL and MariaDB on mysql2, with the given transaction check (`'auto'` in the exported functions). */
+function mysqlPublisher(check: MysqlTransactionCheck) {
+  return createMysqlPublisher<DrizzleMysqlTransaction>({
+    name: ADAPTER,
+    checkTransaction: checkMysqlTransaction,
+    guard: (tx) => mysqlGuard(tx, check),
+    connectionOf: mysqlConnectionOf,
+    execute: executeMysql,
+  })
+}
+
+/** SQLite on better-sqlite3: synchronous, so the INSERT has run when `publish` returns. */
+const sqlite = createSqlitePublisher<DrizzleSqliteTransaction>({
+  name: ADAPTER,
+  checkTransaction: checkSqliteTransaction,
+  all: allSqlite,
+  isSynchronous: () => true,
+  inTransaction: inSqliteTransaction,
+})
 
 /**
- * Publishes one message inside a Drizzle transaction: the INSERT (and the relay's NOTIFY wake-up)
- * run as one statement, one round trip, on the transaction's connection, so the message commits
- * or rolls back with it. Works in nested transactions (savepoints) too.
+ * Builds `publish` and `publishMany` for every dialect. `mysqlCheck` picks the MySQL transaction
+ * check (`'auto'` in the exported functions; the others exist so both paths can be tested on one
+ * server).
+ */
+export function createDrizzlePublisher(mysqlCheck: MysqlTransactionCheck = 'auto'): {
+  publish: PublishFn<AnyDrizzleTransaction>
+  publishMany: PublishManyFn<AnyDrizzleTransaction>
+} {
+  const mysql = mysqlPublisher(mysqlCheck)
+  // Chosen synchronously, so a SQLite publish writes before it returns. Anything that is no
+  // transaction of a known dialect goes to the PostgreSQL publisher, whose check refuses it.
+  const publisherFor = (tx: unknown) => {
+    switch (transactionDialect(tx)) {
+      case 'mysql':
+        return mysql as unknown as typeof plain
+      case 'sqlite':
+        return sqlite as unknown as typeof plain
+      default:
+        return driverOfHandle(tx)?.guarded ? guarded : plain
+    }
+  }
+  return {
+    publish: (outbox, tx, message) => publisherFor(tx).publish(outbox, tx as DrizzleTransaction, message),
+    publishMany: (outbox, tx, messages) =>
+      publisherFor(tx).publishMany(outbox, tx as DrizzleTransaction, messages),
+  }
+}
+
+const publisher = createDrizzlePublisher()
+
+/**
+ * Publishes one message inside a Drizzle transaction, so it commits or rolls back with it. Works
+ * in nested transactions (savepoints) too. The dialect is chosen from the transaction by Drizzle's
+ * own brand checks: `is(tx, PgTransaction)`, `is(tx, MySqlTransaction)`, `is(tx, SQLiteTransaction)`.
  *
- * Drivers: `drizzle-orm/node-postgres`, `drizzle-orm/postgres-js` and `drizzle-orm/pglite` are
- * tested. The transaction check costs no extra round trip: Drizzle's brand check
- * (`is(tx, PgTransaction)`), then the driver's own state. node-postgres (pg >= 8.21) reads the
- * connection's transaction status when called and again when pg sends the statement; PGlite reads
- * its transaction's `closed` flag; postgres.js has no such state, so a transaction-local marker is
- * pipelined with a guarded statement that writes nothing outside the marker's transaction.
+ * Drivers: `drizzle-orm/node-postgres`, `drizzle-orm/postgres-js`, `drizzle-orm/pglite`,
+ * `drizzle-orm/mysql2` (MySQL 8+, MariaDB 10.6+) and `drizzle-orm/better-sqlite3` are tested.
+ * PostgreSQL: the INSERT (and the relay's NOTIFY wake-up) is one statement, one round trip;
+ * node-postgres reads the connection's transaction status, PGlite its transaction's `closed`
+ * flag, postgres.js pipelines a transaction-local marker with a guarded statement. MySQL: the
+ * server checks the transaction with the write (a guard on MariaDB, a `DO 0` probe on MySQL).
+ * SQLite: better-sqlite3's `inTransaction`; the INSERT runs synchronously, before `publish`
+ * returns.
  *
  * @example
  * ```ts
+ * // PostgreSQL, MySQL: async transactions
  * await db.transaction(async (tx) => {
  *   await tx.insert(orders).values(order)
  *   await publish(outbox, tx, { topic: 'order.created', payload: { orderId: order.id }, key: order.id })
  * })
+ * // SQLite (better-sqlite3): a synchronous transaction; the row is written when publish returns
+ * db.transaction((tx) => {
+ *   tx.insert(orders).values(order).run()
+ *   void publish(outbox, tx, { topic: 'order.created', payload: { orderId: order.id } })
+ * })
  * ```
  * @throws OutboxError `NOT_IN_TRANSACTION` for the root `db` or anything that is not a Drizzle
- * PostgreSQL transaction, or a transaction that already ended or failed (nothing is written);
- * `INVALID_MESSAGE` for a bad message; `TIMEOUT` when the server's `statement_timeout` or pg's
- * `query_timeout` fires; `DATABASE` otherwise.
+ * transaction of a supported driver, or a transaction that already ended or failed (nothing is
+ * written); `INVALID_MESSAGE` for a bad message; `TIMEOUT` when the server's statement timeout or
+ * the driver's query timeout fires; `DATABASE` otherwise. On SQLite, errors raised once the
+ * transaction is known to be open (an invalid message, a failed INSERT) are thrown synchronously,
+ * so the synchronous transaction rolls back; `NOT_IN_TRANSACTION` rejects the returned Promise.
  */
-export const publish: PublishFn<DrizzleTransaction> = (outbox, tx, message) =>
-  publisherFor(tx).publish(outbox, tx, message)
+export const publish: PublishFn<AnyDrizzleTransaction> = publisher.publish
 
 /**
- * Publishes several messages inside a Drizzle transaction in one statement (one round trip), all
- * or nothing, results in the order of `messages`. Same checks and errors as {@link publish}.
+ * Publishes several messages inside a Drizzle transaction in one statement, all or nothing,
+ * results in the order of `messages`. Same checks and errors as {@link publish}.
  *
  * @example
  * ```ts
  * const [a, b] = await publishMany(outbox, tx, [msgA, msgB])
  * ```
  */
-export const publishMany: PublishManyFn<DrizzleTransaction> = (outbox, tx, messages) =>
-  publisherFor(tx).publishMany(outbox, tx, messages)
+export const publishMany: PublishManyFn<AnyDrizzleTransaction> = publisher.publishMany

@@ -1,12 +1,12 @@
-import { describe } from '@outboxkit/core'
 import { is } from 'drizzle-orm'
-import { PgDatabase, PgTransaction } from 'drizzle-orm/pg-core'
+import { PgTransaction } from 'drizzle-orm/pg-core'
 import type { DrizzleDriver, DrizzleSession } from './driver.js'
 import { nodePostgresDriver } from './driver-node-postgres.js'
 import { otherDriver } from './driver-other.js'
 import { pgliteDriver } from './driver-pglite.js'
 import { postgresJsDriver } from './driver-postgres-js.js'
-import { entityKindOf, hasEntityKind } from './entity-kind.js'
+import { hasEntityKind } from './entity-kind.js'
+import { notATransaction } from './handle.js'
 import { notInTransaction } from './refusal.js'
 
 /**
@@ -45,19 +45,7 @@ export function driverOfHandle(handle: unknown): DrizzleDriver | undefined {
  * transaction state, is checked by the guarded statement itself).
  */
 export function checkTransaction(handle: unknown): DrizzleTransaction {
-  if (!is(handle, PgTransaction)) {
-    if (is(handle, PgDatabase)) {
-      throw notInTransaction(
-        `the Drizzle database itself (${entityKindOf(handle) ?? 'PgDatabase'}): it runs each query in autocommit on whichever connection is free, so the message would commit on its own`,
-      )
-    }
-    const kind = entityKindOf(handle)
-    throw notInTransaction(
-      kind
-        ? `a Drizzle ${kind} (not a PostgreSQL transaction; @outboxkit/drizzle supports Drizzle's PostgreSQL drivers)`
-        : `${describe(handle)}, which is not a Drizzle transaction`,
-    )
-  }
+  if (!is(handle, PgTransaction)) throw notATransaction(handle)
   const tx = handle as DrizzleTransaction
   const session = sessionOf(tx)
   const driver = driverOf(session)

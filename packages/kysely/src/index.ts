@@ -1,2 +1,10 @@
-export type { OutboxState, OutboxTable, OutboxTimestamp } from './outbox-table.js'
-export { type KyselyTransaction, publish, publishMany } from './publish.js'
+export type { KyselyDialectName } from './dialect.js'
+export type {
+  MysqlOutboxTable,
+  OutboxState,
+  OutboxTable,
+  OutboxTimestamp,
+  SqliteOutboxTable,
+} from './outbox-table.js'
+export { publish, publishMany } from './publish.js'
+export type { KyselyTransaction } from './transaction.js'

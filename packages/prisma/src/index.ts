@@ -1,3 +1,10 @@
+export { type PrismaDialect, type PrismaOutboxProvider, prismaDialect } from './prisma-dialect.js'
 export { publish, publishMany } from './publish.js'
-export { type OutboxPrismaModelOptions, outboxMigrationSql, outboxPrismaModel } from './schema.js'
+export {
+  type OutboxMigrationSqlOptions,
+  type OutboxPrismaModelOptions,
+  type OutboxSchemaSource,
+  outboxMigrationSql,
+  outboxPrismaModel,
+} from './schema.js'
 export type { PrismaTransactionClient } from './transaction-client.js'

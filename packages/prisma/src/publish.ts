@@ -1,52 +1,33 @@
-import { createPostgresPublisher, OutboxError, type PostgresPublishStatement } from '@outboxkit/core'
-import { mapPrismaError } from './prisma-errors.js'
-import { ADAPTER, checkPrismaTransaction, type PrismaTransactionClient } from './transaction-client.js'
+import type { PublishFn, PublishManyFn } from '@outboxkit/core'
+import { mysqlPublisher } from './mysql-publisher.js'
+import { postgresPublisher } from './postgres-publisher.js'
+import { prismaDialect } from './prisma-dialect.js'
+import { sqlitePublisher } from './sqlite-publisher.js'
+import type { PrismaTransactionClient } from './transaction-client.js'
 
 /**
- * Rows of the publish statement as core reads them: `id` text (or null on the wake-up row),
- * `dedup_key` text or null, `inserted` boolean or null. Driver adapters differ in how they hand
- * back text and booleans, so both are normalised here.
+ * The publisher for the dialect of `tx` (its Prisma client's datasource provider). A handle that
+ * is not a Prisma client at all goes to the PostgreSQL one, whose transaction check refuses it
+ * with the usual message.
  */
-function normaliseRows(rows: unknown): Record<string, unknown>[] {
-  if (!Array.isArray(rows)) {
-    throw new OutboxError(
-      'DATABASE',
-      `publish expected rows from $queryRawUnsafe, got ${rows === null ? 'null' : typeof rows}. Is a client extension rewriting $queryRawUnsafe?`,
-      { source: ADAPTER },
-    )
+function publisherFor(tx: unknown) {
+  switch (prismaDialect(tx)) {
+    case 'mysql':
+      return mysqlPublisher
+    case 'sqlite':
+      return sqlitePublisher
+    default:
+      return postgresPublisher
   }
-  return rows.map((row: Record<string, unknown>) => ({
-    id: row.id === null || row.id === undefined ? null : String(row.id),
-    dedup_key: row.dedup_key === null || row.dedup_key === undefined ? null : String(row.dedup_key),
-    inserted:
-      row.inserted === null || row.inserted === undefined
-        ? null
-        : row.inserted === true || row.inserted === 't',
-  }))
 }
-
-async function execute(tx: PrismaTransactionClient, statement: PostgresPublishStatement) {
-  let rows: unknown
-  try {
-    // The transaction's own raw path: one statement, one round trip, positional values as given.
-    rows = await tx.$queryRawUnsafe(statement.text, ...statement.values)
-  } catch (err) {
-    throw mapPrismaError(err) ?? err
-  }
-  return normaliseRows(rows)
-}
-
-const publisher = createPostgresPublisher<PrismaTransactionClient>({
-  name: ADAPTER,
-  checkTransaction: checkPrismaTransaction,
-  execute,
-})
 
 /**
- * Publishes one message inside a Prisma interactive transaction: the INSERT (and the relay's
- * NOTIFY wake-up) run as one raw statement, one round trip, on `tx`, so the message commits or
- * rolls back with your writes. Works on a `$extends()` client's transaction and, on Prisma 7.5+,
- * inside a nested `tx.$transaction` (a savepoint).
+ * Publishes one message inside a Prisma interactive transaction, so the message commits or rolls
+ * back with your writes. The SQL follows the client's datasource provider: `postgresql` (one
+ * statement with the relay's NOTIFY wake-up, one round trip), `mysql` (MySQL 8+ / MariaDB 10.6+:
+ * one INSERT, plus one SELECT when the message has a `dedupKey`) or `sqlite` (one INSERT ...
+ * RETURNING). Works on a `$extends()` client's transaction and, on Prisma 7.5+, inside a nested
+ * `tx.$transaction` (a savepoint).
  *
  * The transaction check costs no round trip: it reads Prisma's own transaction marker on `tx`.
  *
@@ -58,19 +39,38 @@ const publisher = createPostgresPublisher<PrismaTransactionClient>({
  * })
  * ```
  * @throws OutboxError `NOT_IN_TRANSACTION` for a root or `$extends()` PrismaClient, or a `tx` used
- * after its transaction ended (committed, rolled back, expired) or failed; `INVALID_MESSAGE` for a
- * bad message; `TIMEOUT` when `statement_timeout` fires; `DATABASE` otherwise.
+ * after its transaction ended (committed, rolled back, expired, or, on MariaDB, ended by the
+ * server after a deadlock) or failed; `INVALID_MESSAGE` for a bad message; `INVALID_CONFIG` for a
+ * client of another provider (`cockroachdb`, `sqlserver`, `mongodb`); `TIMEOUT` when a statement
+ * or lock timeout fires; `DATABASE` otherwise.
  */
-export const publish = publisher.publish
+export const publish: PublishFn<PrismaTransactionClient> = (outbox, tx, message) => {
+  let publisher: ReturnType<typeof publisherFor>
+  try {
+    publisher = publisherFor(tx)
+  } catch (err) {
+    return Promise.reject(err)
+  }
+  return publisher.publish(outbox, tx, message)
+}
 
 /**
- * Publishes several messages inside a Prisma interactive transaction in one statement (one round
- * trip), all or nothing. Results come back in the order of `messages`. Same checks and errors as
- * {@link publish}.
+ * Publishes several messages inside a Prisma interactive transaction, all or nothing (one
+ * statement on PostgreSQL and SQLite; on MySQL one INSERT per 8,000 messages, plus one SELECT
+ * when some message has a `dedupKey`). Results come back in the order of `messages`. Same checks
+ * and errors as {@link publish}.
  *
  * @example
  * ```ts
  * const [a, b] = await prisma.$transaction((tx) => publishMany(outbox, tx, [msgA, msgB]))
  * ```
  */
-export const publishMany = publisher.publishMany
+export const publishMany: PublishManyFn<PrismaTransactionClient> = (outbox, tx, messages) => {
+  let publisher: ReturnType<typeof publisherFor>
+  try {
+    publisher = publisherFor(tx)
+  } catch (err) {
+    return Promise.reject(err)
+  }
+  return publisher.publishMany(outbox, tx, messages)
+}

@@ -14,6 +14,8 @@ export const ADAPTER = 'prisma'
  */
 export interface PrismaTransactionClient {
   $queryRawUnsafe<T = unknown>(query: string, ...values: any[]): PromiseLike<T>
+  /** Used on MySQL / MariaDB, where a write returns its affected-row count rather than rows. */
+  $executeRawUnsafe(query: string, ...values: any[]): PromiseLike<number>
   /** Absent on a transaction client; present on a root or `$extends()` client, which is refused. */
   $connect?: never
   /** Absent on a transaction client; present on a root or `$extends()` client, which is refused. */
@@ -47,6 +49,17 @@ function isScopeContext(value: unknown): value is ScopeContext {
     !!v.scopeState &&
     Array.isArray(v.scopeState.stack)
   )
+}
+
+/**
+ * Whether the database transaction of a checked transaction client is still open, from Prisma's
+ * scope marker (7.5+): some scope of it is still on the stack. Prisma pops the outermost scope
+ * only after its COMMIT or ROLLBACK finished. `false` on Prisma 7.0 - 7.4 (no scope state). Used to
+ * wake SQLite relays of this process once the publishing transaction ended.
+ */
+export function isPrismaTransactionOpen(tx: PrismaTransactionClient): boolean {
+  const scope = read(tx, SCOPE_CONTEXT)
+  return isScopeContext(scope) && scope.scopeState.stack.length > 0
 }
 
 /**

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { serverInspector, testDatabaseUrl, uniqueTableName, waitFor } from '@outboxkit/conformance'
 import { defineOutbox, isOutboxError, type Outbox, outboxDdl } from '@outboxkit/core'
-import { outboxMigrationSql, outboxPrismaModel, publish, publishMany } from '@outboxkit/prisma'
+import { outboxMigrationSql, outboxPrismaModel, prismaDialect, publish, publishMany } from '@outboxkit/prisma'
 import { PrismaPg } from '@prisma/adapter-pg'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
@@ -73,6 +73,18 @@ afterAll(async () => {
 })
 
 describe('which handles publish accepts', () => {
+  test('the dialect comes from the client: postgres for the root, transaction and nested transaction clients', async () => {
+    expect(prismaDialect(prisma)).toBe('postgres')
+    await prisma.$transaction(async (tx) => {
+      expect(prismaDialect(tx)).toBe('postgres')
+      await tx.$transaction(async (inner: unknown) => {
+        expect(prismaDialect(inner)).toBe('postgres')
+      })
+    })
+    expect(prismaDialect(null)).toBeUndefined()
+    expect(prismaDialect({ $queryRawUnsafe: () => Promise.resolve([]) })).toBeUndefined()
+  })
+
   test('the tx of an interactive transaction: the message commits with the model writes', async () => {
     const { id } = await prisma.$transaction(async (tx) => {
       await tx.widget.create({ data: { name: 'w-commit' } })

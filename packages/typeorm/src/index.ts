@@ -1,3 +1,4 @@
+export type { TypeormDialect } from './dialect.js'
 export {
   createOutboxEntity,
   type OutboxEntityOptions,

@@ -1,5 +1,6 @@
-import { type Outbox, outboxIndexNames } from '@outboxkit/core'
-import { EntitySchema } from 'typeorm'
+import { type Outbox, OutboxError, outboxIndexNames } from '@outboxkit/core'
+import { EntitySchema, type EntitySchemaOptions, type ValueTransformer } from 'typeorm'
+import type { TypeormDialect } from './dialect.js'
 import { outboxTableRef, postgresObjectName } from './outbox-table.js'
 
 /** The states an outbox row moves through. */
@@ -7,7 +8,7 @@ export type OutboxState = 'pending' | 'processing' | 'delivered' | 'dead'
 
 /**
  * An outbox row as the entity of {@link createOutboxEntity} maps it: columns in snake_case in the
- * table, properties in camelCase here. `jsonb` columns are parsed, `timestamptz` columns are `Date`s.
+ * table, properties in camelCase here. JSON columns are parsed and times are `Date`s, on every dialect.
  *
  * @typeParam TPayload - the payload type you read back (default `unknown`)
  */
@@ -17,9 +18,9 @@ export interface OutboxMessageRow<TPayload = unknown> {
   topic: string
   /** Aggregate / ordering key. */
   key: string | null
-  /** The message payload (`jsonb`). */
+  /** The message payload (`jsonb` on PostgreSQL, `JSON` on MySQL, JSON text on SQLite). */
   payload: TPayload
-  /** String-to-string metadata (`jsonb`, default `{}`). */
+  /** String-to-string metadata (JSON, default `{}`). */
   headers: Record<string, string>
   state: OutboxState
   /** Deliveries started so far (incremented at claim). */
@@ -33,8 +34,8 @@ export interface OutboxMessageRow<TPayload = unknown> {
   /** The last handler error, `Cancel` reason or dead-letter cause (`last_error`). */
   lastError: string | null
   /**
-   * Position in its key's order for messages of ordered topics, `null` otherwise (`bigint`, read
-   * as a string by node-postgres).
+   * Position in its key's order for messages of ordered topics, `null` otherwise (a `bigint`, read
+   * as a string).
    */
   seq: string | null
 }
@@ -46,43 +47,135 @@ export interface OutboxEntityOptions {
    * `'OutboxMessage'` for the table `outbox`, else `'OutboxMessage_<schema>_<table>'`.
    */
   name?: string
+  /**
+   * The database the DataSource runs on, as outboxkit names it: `'postgres'` (TypeORM `type:
+   * 'postgres'`, the default), `'mysql'` (`type: 'mysql'` or `'mariadb'`) or `'sqlite'` (`type:
+   * 'better-sqlite3'`). It chooses the column types TypeORM reads the table with.
+   */
+  dialect?: TypeormDialect
+}
+
+const DIALECT_NAMES: readonly TypeormDialect[] = ['postgres', 'mysql', 'sqlite']
+
+/** `availableAt` / `createdAt` on SQLite: INTEGER epoch milliseconds in the table, `Date` here. */
+const epochMs: ValueTransformer = {
+  from: (v: unknown) => (v === null || v === undefined ? v : new Date(Number(v))),
+  to: (v: unknown) => (v instanceof Date ? v.getTime() : v),
+}
+
+/** `seq` read as a string, as node-postgres and mysql2 (with TypeORM's `bigNumberStrings`) read a BIGINT. */
+const bigintText: ValueTransformer = {
+  from: (v: unknown) => (v === null || v === undefined ? null : String(v)),
+  to: (v: unknown) => v,
+}
+
+type Columns = EntitySchemaOptions<OutboxMessageRow>['columns']
+
+/**
+ * Columns for reading and writing the table as core's MySQL DDL creates it (`mysqlOutboxDdl`).
+ * The generated columns that serve its indexes (`due_at`, `dedup_hash`, `key_hash`) are not mapped.
+ */
+function mysqlColumns(): Columns {
+  return {
+    id: { type: 'char', length: 36, primary: true },
+    topic: { type: 'varchar', length: 255 },
+    key: { type: 'varchar', length: 1024, nullable: true },
+    payload: { type: 'json' },
+    headers: { type: 'json' },
+    state: { type: 'varchar', length: 10, default: 'pending' },
+    attempts: { type: 'int', default: 0 },
+    availableAt: { name: 'available_at', type: 'datetime', precision: 6 },
+    createdAt: { name: 'created_at', type: 'datetime', precision: 6 },
+    dedupKey: { name: 'dedup_key', type: 'varchar', length: 1024, nullable: true },
+    lastError: { name: 'last_error', type: 'mediumtext', nullable: true },
+    seq: { type: 'bigint', nullable: true, transformer: bigintText },
+  }
 }
 
 /**
- * A TypeORM `EntitySchema` that maps the outbox table exactly as core's DDL creates it (columns,
- * defaults, the `state` check, the primary key and the three partial indexes, under PostgreSQL's own
- * names), so `migration:generate` and `synchronize` see no difference after
- * {@link createOutboxMigration} ran. No decorators are involved, so your build needs neither
+ * Columns for reading and writing the table as core's SQLite DDL creates it (`sqliteOutboxDdl`):
+ * JSON as text, times as INTEGER epoch milliseconds (read as `Date`s here).
+ */
+function sqliteColumns(): Columns {
+  return {
+    id: { type: 'text', primary: true },
+    topic: { type: 'text' },
+    key: { type: 'text', nullable: true },
+    payload: { type: 'simple-json' },
+    headers: { type: 'simple-json' },
+    state: { type: 'text', default: 'pending' },
+    attempts: { type: 'integer', default: 0 },
+    availableAt: { name: 'available_at', type: 'integer', transformer: epochMs },
+    createdAt: { name: 'created_at', type: 'integer', transformer: epochMs },
+    dedupKey: { name: 'dedup_key', type: 'text', nullable: true },
+    lastError: { name: 'last_error', type: 'text', nullable: true },
+    seq: { type: 'integer', nullable: true, transformer: bigintText },
+  }
+}
+
+/**
+ * A TypeORM `EntitySchema` of the outbox table, to read, count, purge or inspect outbox rows with
+ * TypeORM. Write messages with `publish`, never with `save()`: `publish` validates them, assigns
+ * the UUIDv7 id and wakes the relay. No decorators are involved, so your build needs neither
  * `experimentalDecorators` nor `emitDecoratorMetadata`.
  *
- * `synchronize` creates the table but not the sequence that numbers messages of ordered topics
- * (`defineOutbox({ orderedTopics })`): with ordered topics, create the outbox with
+ * On PostgreSQL (the default `dialect`) it maps the table exactly as core's DDL creates it
+ * (columns, defaults, the `state` check, the primary key and the three partial indexes, under
+ * PostgreSQL's own names), so `migration:generate` and `synchronize` see no difference after
+ * {@link createOutboxMigration} ran. `synchronize` creates the table but not the sequence that
+ * numbers messages of ordered topics: with ordered topics, create the outbox with
  * {@link createOutboxMigration} or `migrate()`.
  *
- * Use it to read, count, purge or inspect outbox rows with TypeORM. Write messages with
- * `publish`, never with `save()`: `publish` validates them, assigns the UUIDv7 id and wakes the relay.
+ * On MySQL and SQLite (`dialect: 'mysql' | 'sqlite'`) core's table uses what TypeORM cannot
+ * describe (MySQL: generated columns behind the indexes; SQLite: partial indexes, INTEGER
+ * times), so the entity is marked `synchronize: false`: `synchronize` and `migration:generate`
+ * leave the table alone, and {@link createOutboxMigration} (or `migrate()`) creates it. The
+ * properties and their types are the same on every dialect (times as `Date`s, JSON parsed).
  *
  * @param outbox - the outbox made by `defineOutbox`, or its table name (default `'outbox'`)
  * @example
  * ```ts
- * export const OutboxMessage = createOutboxEntity(outbox)
- * const dataSource = new DataSource({ type: 'postgres', url, entities: [Order, OutboxMessage] })
+ * export const OutboxMessage = createOutboxEntity(outbox)                          // PostgreSQL
+ * export const OutboxMessage = createOutboxEntity(outbox, { dialect: 'sqlite' })   // better-sqlite3
  * const dead = await dataSource.getRepository(OutboxMessage).findBy({ state: 'dead' })
  * ```
- * @throws OutboxError `INVALID_CONFIG` for an invalid table name.
+ * @throws OutboxError `INVALID_CONFIG` for an invalid table name or `dialect`.
  */
 export function createOutboxEntity<TPayload = unknown>(
   outbox: string | Outbox<any> = 'outbox',
   options: OutboxEntityOptions = {},
 ): EntitySchema<OutboxMessageRow<TPayload>> {
   const table = outboxTableRef(outbox)
+  const dialect = options.dialect ?? 'postgres'
+  if (!DIALECT_NAMES.includes(dialect)) {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `createOutboxEntity dialect must be 'postgres', 'mysql' or 'sqlite', got ${JSON.stringify(dialect)}.`,
+      { source: 'typeorm' },
+    )
+  }
   const name =
     options.name ??
     (table.display === 'outbox' ? 'OutboxMessage' : `OutboxMessage_${table.display.replace('.', '_')}`)
-  return new EntitySchema<OutboxMessageRow<TPayload>>({
+  const common = {
     name,
     tableName: table.name,
-    ...(table.schema ? { schema: table.schema } : {}),
+    // MySQL calls a schema a database; SQLite's is an attached database, named in the table path.
+    ...(table.schema && dialect === 'postgres' ? { schema: table.schema } : {}),
+    ...(table.schema && dialect === 'mysql' ? { database: table.schema } : {}),
+    ...(table.schema && dialect === 'sqlite' ? { tableName: `${table.schema}.${table.name}` } : {}),
+  }
+  if (dialect !== 'postgres') {
+    return new EntitySchema<OutboxMessageRow<TPayload>>({
+      ...common,
+      synchronize: false,
+      columns: (dialect === 'mysql' ? mysqlColumns() : sqliteColumns()) as EntitySchemaOptions<
+        OutboxMessageRow<TPayload>
+      >['columns'],
+    })
+  }
+  return new EntitySchema<OutboxMessageRow<TPayload>>({
+    ...common,
     columns: {
       id: {
         type: 'uuid',

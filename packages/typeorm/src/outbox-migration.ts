@@ -1,6 +1,16 @@
-import { type Outbox, OutboxError, outboxDdl, qualifiedTable } from '@outboxkit/core'
-import type { MigrationInterface, QueryRunner } from 'typeorm'
-import { typeormDialect } from './dialect.js'
+import {
+  mysqlOutboxNames,
+  mysqlQualifiedTable,
+  mysqlStatements,
+  type Outbox,
+  OutboxError,
+  outboxDdl,
+  qualifiedTable,
+  sqliteStatements,
+  type TableRef,
+} from '@outboxkit/core'
+import type { DataSource, MigrationInterface, QueryRunner } from 'typeorm'
+import { type TypeormDialect, typeormDialect } from './dialect.js'
 import { outboxTableRef } from './outbox-table.js'
 
 /** Options of {@link createOutboxMigration}. */
@@ -37,8 +47,47 @@ function invalid(message: string): OutboxError {
 }
 
 /**
- * A TypeORM migration class for the outbox table: `up()` runs core's idempotent DDL
- * (`outboxDdl(outbox)`: table, `state` check and both partial indexes), `down()` drops the table.
+ * Runs one statement, or on SQLite one script: TypeORM's better-sqlite3 runner prepares a single
+ * statement per query, so a script goes to the connection's own `exec()` (the DataSource's one
+ * connection, inside the migration's transaction), logged through TypeORM's logger.
+ */
+async function runScript(queryRunner: QueryRunner, dialect: TypeormDialect, sql: string): Promise<void> {
+  if (dialect !== 'sqlite') {
+    await queryRunner.query(sql)
+    return
+  }
+  const db = (await queryRunner.connect()) as { exec(script: string): unknown }
+  const dataSource = ((queryRunner as { dataSource?: DataSource }).dataSource ??
+    queryRunner.connection) as DataSource
+  dataSource.logger.logQuery(sql, [], queryRunner)
+  db.exec(sql)
+}
+
+/** The statements of the migration's `up()` and `down()` on one dialect. */
+function migrationSql(dialect: TypeormDialect, table: TableRef, ordered: boolean) {
+  if (dialect === 'mysql') {
+    const keys = mysqlQualifiedTable({ ...table, name: mysqlOutboxNames(table).keysTable })
+    return {
+      up: [...mysqlStatements(table).migrate(ordered)],
+      down: [`DROP TABLE IF EXISTS ${keys}`, `DROP TABLE IF EXISTS ${mysqlQualifiedTable(table)}`],
+    }
+  }
+  if (dialect === 'sqlite') {
+    // A script (several statements): run with better-sqlite3's exec(), see runScript.
+    return { up: [sqliteStatements(table).ddl], down: [`DROP TABLE IF EXISTS ${qualifiedTable(table)}`] }
+  }
+  // PostgreSQL takes the whole idempotent DDL as one simple-protocol query.
+  return { up: [outboxDdl({ table })], down: [`DROP TABLE IF EXISTS ${qualifiedTable(table)}`] }
+}
+
+/**
+ * A TypeORM migration class for the outbox table, for the DataSource it runs on: `up()` runs
+ * core's idempotent DDL for that database, `down()` drops the table.
+ * - `postgres`: `outboxDdl(outbox)`: the table, the `state` check and its partial indexes.
+ * - `mysql` / `mariadb`: `mysqlOutboxDdl(outbox)` (and, for an outbox with `orderedTopics`, the
+ *   companion table of ordered keys, which `down()` drops too).
+ * - `better-sqlite3`: `sqliteOutboxDdl(outbox)`, one statement at a time.
+ *
  * Add it to your DataSource's `migrations` and run `typeorm migration:run` (or
  * `dataSource.runMigrations()`). The DDL is the same that `migrate(outbox, backend)` runs, so
  * either may come first.
@@ -51,7 +100,7 @@ function invalid(message: string): OutboxError {
  * new DataSource({ type: 'postgres', url, entities: [...], migrations: [CreateOutbox, ...] })
  * ```
  * @throws OutboxError `INVALID_CONFIG` for an invalid outbox, timestamp or name; `up()` and
- * `down()` throw it for a driver other than `postgres`.
+ * `down()` throw it for a driver other than `postgres`, `mysql`, `mariadb` and `better-sqlite3`.
  */
 export function createOutboxMigration(
   outbox: string | Outbox<any>,
@@ -71,8 +120,7 @@ export function createOutboxMigration(
       `createOutboxMigration name must be an identifier ending with a 13-digit timestamp (TypeORM orders migrations by it), e.g. 'CreateOutbox1767225600000', got ${JSON.stringify(name)}.`,
     )
   }
-  const up = outboxDdl({ table })
-  const down = `DROP TABLE IF EXISTS ${qualifiedTable(table)}`
+  const ordered = typeof outbox !== 'string' && outbox.orderedTopics.size > 0
   const dataSourceOf = (runner: QueryRunner) =>
     ((runner as { dataSource?: unknown }).dataSource ?? runner.connection) as { options: { type: string } }
 
@@ -80,12 +128,14 @@ export function createOutboxMigration(
     /** The name TypeORM records (it reads the timestamp from its last 13 digits). */
     readonly name = name
     async up(queryRunner: QueryRunner): Promise<void> {
-      typeormDialect(dataSourceOf(queryRunner), 'createOutboxMigration')
-      await queryRunner.query(up)
+      const dialect = typeormDialect(dataSourceOf(queryRunner), 'createOutboxMigration')
+      for (const statement of migrationSql(dialect, table, ordered).up) {
+        await runScript(queryRunner, dialect, statement)
+      }
     }
     async down(queryRunner: QueryRunner): Promise<void> {
-      typeormDialect(dataSourceOf(queryRunner), 'createOutboxMigration')
-      await queryRunner.query(down)
+      const dialect = typeormDialect(dataSourceOf(queryRunner), 'createOutboxMigration')
+      for (const statement of migrationSql(dialect, table, ordered).down) await queryRunner.query(statement)
     }
   }
   Object.defineProperty(migration, 'name', { value: name })

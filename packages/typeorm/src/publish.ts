@@ -1,24 +1,68 @@
-import { createPostgresPublisher, type PublishFn, type PublishManyFn } from '@outboxkit/core'
+import {
+  createMysqlPublisher,
+  createPostgresPublisher,
+  createSqlitePublisher,
+  MARIADB_TRANSACTION_GUARD,
+  type PublishFn,
+  type PublishManyFn,
+} from '@outboxkit/core'
+import type { TypeormDialect } from './dialect.js'
+import { type MysqlTransaction, mysqlTransaction, runMysqlStatement } from './mysql-statement.js'
 import { type PostgresTransaction, postgresTransaction, runPostgresStatement } from './postgres-statement.js'
-import { openTransaction, type TypeormTransaction } from './transaction-handle.js'
+import { runSqliteStatement, type SqliteTransaction, sqliteTransaction } from './sqlite-statement.js'
+import { handleDialect, openTransaction, type TypeormTransaction } from './transaction-handle.js'
 
-const publisher = createPostgresPublisher<PostgresTransaction>({
-  name: 'typeorm',
-  checkTransaction: (handle) => postgresTransaction(openTransaction(handle)),
-  execute: runPostgresStatement,
-})
+const ADAPTER = 'typeorm'
+
+const publishers: Readonly<
+  Record<TypeormDialect, { publish: PublishFn<any>; publishMany: PublishManyFn<any> }>
+> = {
+  postgres: createPostgresPublisher<PostgresTransaction>({
+    name: ADAPTER,
+    checkTransaction: (handle) => postgresTransaction(openTransaction(handle)),
+    execute: runPostgresStatement,
+  }),
+  mysql: createMysqlPublisher<MysqlTransaction>({
+    name: ADAPTER,
+    checkTransaction: (handle) => mysqlTransaction(openTransaction(handle)),
+    execute: runMysqlStatement,
+    guard: (tx) => (tx.mariadb ? MARIADB_TRANSACTION_GUARD : undefined),
+    connectionOf: (tx) => tx.conn ?? tx.runner,
+  }),
+  sqlite: createSqlitePublisher<SqliteTransaction>({
+    name: ADAPTER,
+    checkTransaction: sqliteTransaction,
+    all: runSqliteStatement,
+    isSynchronous: () => true,
+    inTransaction: (tx) => tx.db.open && tx.db.inTransaction,
+  }),
+}
 
 /**
- * Publishes one message inside a TypeORM transaction: the INSERT (and the relay's NOTIFY
- * wake-up) run as one raw statement, one round trip, on the transaction's own connection, so the
- * message commits or rolls back with your transaction. Nested transactions (savepoints) work:
- * rolling one back removes the messages published in it.
+ * The publisher for the driver of `tx`'s DataSource. A handle that is not a TypeORM
+ * EntityManager or QueryRunner has no driver: the PostgreSQL publisher refuses it, as every
+ * dialect would.
+ */
+function publisherFor(tx: unknown) {
+  return publishers[handleDialect(tx) ?? 'postgres']
+}
+
+/**
+ * Publishes one message inside a TypeORM transaction, on the transaction's own connection, so
+ * the message commits or rolls back with your transaction. Nested transactions (savepoints)
+ * work: rolling one back removes the messages published in it.
  *
  * `tx` is the `EntityManager` of `dataSource.transaction(async (manager) => ...)` (or of a nested
  * `manager.transaction(...)`), or a `QueryRunner` after `await queryRunner.startTransaction()`.
- * The check costs no round trip: TypeORM's own flags (`queryRunner.isTransactionActive` and
- * `!queryRunner.isReleased`), then pg's transaction status (pg >= 8.21), read again at the moment
- * the statement is sent. Only TypeORM's `postgres` driver is supported for now.
+ * The dialect comes from the DataSource's `type`:
+ * - `postgres`: the INSERT and the relay's NOTIFY wake-up in one statement, one round trip;
+ *   checked by TypeORM's flags (`queryRunner.isTransactionActive && !queryRunner.isReleased`)
+ *   and pg's transaction status (pg >= 8.21), again at the moment the statement is sent;
+ * - `mysql` / `mariadb` (mysql2): one INSERT (plus a SELECT when a message has a `dedupKey`),
+ *   checked by TypeORM's flags and by the server at send time (a guard in the INSERT on MariaDB,
+ *   a `DO 0` probe right before it on MySQL);
+ * - `better-sqlite3`: one `INSERT ... RETURNING`, written synchronously before `publish`
+ *   returns, checked by TypeORM's flags and better-sqlite3's `inTransaction`.
  *
  * @example
  * ```ts
@@ -29,20 +73,36 @@ const publisher = createPostgresPublisher<PostgresTransaction>({
  * ```
  * @throws OutboxError `NOT_IN_TRANSACTION` for a DataSource, `dataSource.manager`, a QueryRunner
  * without `startTransaction()`, and a transaction that already committed, rolled back, failed or
- * was released (nothing is written); `INVALID_CONFIG` for a driver other than `postgres`;
- * `INVALID_MESSAGE` for a bad message; `TIMEOUT` when the server's `statement_timeout` fires;
- * `DATABASE` otherwise.
+ * was released (nothing is written); `INVALID_CONFIG` for a driver other than `postgres`,
+ * `mysql`, `mariadb` and `better-sqlite3`; `INVALID_MESSAGE` for a bad message; `TIMEOUT` when the
+ * server's statement timeout (or MySQL's lock wait timeout) fires; `DATABASE` otherwise.
  */
-export const publish = publisher.publish as unknown as PublishFn<TypeormTransaction>
+export const publish: PublishFn<TypeormTransaction> = (outbox, tx, message) => {
+  let publisher: ReturnType<typeof publisherFor>
+  try {
+    publisher = publisherFor(tx)
+  } catch (err) {
+    return Promise.reject(err)
+  }
+  return publisher.publish(outbox, tx, message)
+}
 
 /**
- * Publishes several messages inside a TypeORM transaction in one statement (one round trip), all
- * or nothing, results in the order of `messages`. Same handles, checks and errors as
- * {@link publish}.
+ * Publishes several messages inside a TypeORM transaction, all or nothing, results in the order
+ * of `messages`: one statement on PostgreSQL, one INSERT (plus a SELECT for `dedupKey`s) on MySQL
+ * and SQLite. Same handles, checks and errors as {@link publish}.
  *
  * @example
  * ```ts
  * const [a, b] = await publishMany(outbox, manager, [msgA, msgB])
  * ```
  */
-export const publishMany = publisher.publishMany as unknown as PublishManyFn<TypeormTransaction>
+export const publishMany: PublishManyFn<TypeormTransaction> = (outbox, tx, messages) => {
+  let publisher: ReturnType<typeof publisherFor>
+  try {
+    publisher = publisherFor(tx)
+  } catch (err) {
+    return Promise.reject(err)
+  }
+  return publisher.publishMany(outbox, tx, messages)
+}

@@ -26,7 +26,10 @@ export interface TypeormRunner {
   readonly dataSource?: TypeormDataSource
   /** 0.3 name (a deprecated alias in 1.x). */
   readonly connection?: TypeormDataSource
-  /** Resolves to the runner's driver connection (for the `postgres` driver, a pg `PoolClient`). */
+  /**
+   * Resolves to the runner's driver connection: a pg `PoolClient` (`postgres`), a mysql2
+   * connection (`mysql`, `mariadb`), the DataSource's better-sqlite3 `Database` (`better-sqlite3`).
+   */
   connect(): Promise<unknown>
   query(query: string, parameters?: unknown[], useStructuredResult?: boolean): Promise<unknown>
 }
@@ -91,12 +94,26 @@ function dataSourceOf(value: { dataSource?: unknown; connection?: unknown }): Ty
 }
 
 /**
+ * The dialect of the DataSource behind `handle` when it is a TypeORM EntityManager or QueryRunner,
+ * `undefined` for anything else. Reads no state of the transaction.
+ *
+ * @throws OutboxError `INVALID_CONFIG` when the DataSource's driver is not supported.
+ */
+export function handleDialect(handle: unknown): TypeormDialect | undefined {
+  if (isEntityManager(handle)) {
+    return typeormDialect(dataSourceOf(handle as { dataSource?: unknown; connection?: unknown }), 'publish')
+  }
+  if (isQueryRunner(handle)) return typeormDialect(dataSourceOf(handle as TypeormRunner), 'publish')
+  return undefined
+}
+
+/**
  * Recognises `handle` by TypeORM's own signals and returns its runner when it has an open
  * transaction: `queryRunner.isTransactionActive && !queryRunner.isReleased`. Sends nothing.
  *
  * @throws OutboxError `NOT_IN_TRANSACTION` for a DataSource, `dataSource.manager`, a runner
  * without a started transaction, and a committed, rolled-back or released one;
- * `INVALID_CONFIG` for a driver other than `postgres`.
+ * `INVALID_CONFIG` for a driver other than `postgres`, `mysql`, `mariadb` and `better-sqlite3`.
  */
 export function openTransaction(handle: unknown): TypeormOpenTransaction {
   if (hasBrand(handle, 'DataSource')) {

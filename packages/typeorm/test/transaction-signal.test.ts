@@ -217,12 +217,17 @@ describe('the transaction signal', () => {
 
 describe('drivers', () => {
   test('a DataSource of another driver is refused with INVALID_CONFIG, whatever its state', async () => {
-    const mysql = new DataSource({ type: 'mysql' })
-    for (const handle of [mysql.manager, mysql.createQueryRunner(), mysql.createQueryRunner().manager]) {
-      const err = await settle(publish(outbox, handle, { topic: 'mysql', payload: 1 }))
+    // CockroachDB has a TypeORM driver of its own (on pg): not PostgreSQL for outboxkit.
+    const cockroach = new DataSource({ type: 'cockroachdb', timeTravelQueries: false })
+    for (const handle of [
+      cockroach.manager,
+      cockroach.createQueryRunner(),
+      cockroach.createQueryRunner().manager,
+    ]) {
+      const err = await settle(publish(outbox, handle, { topic: 'cockroachdb', payload: 1 }))
       expectRefused(err, 'INVALID_CONFIG')
-      expect(err!.message).toContain(`'postgres' driver only`)
-      expect(err!.message).toContain('"mysql"')
+      expect(err!.message).toContain(`'postgres', 'mysql', 'mariadb' and 'better-sqlite3' drivers`)
+      expect(err!.message).toContain('"cockroachdb"')
     }
   })
 

@@ -44,7 +44,10 @@ Options:
   async run(values, ctx) {
     const limit = parsePositiveInt(values.limit as string, '--limit', 'dead list', 10_000)
     const topics = values.topic as string[] | undefined
-    const dead = await listDead(ctx.outbox, ctx.backend(), { limit, ...(topics?.length ? { topics } : {}) })
+    const dead = await listDead(ctx.outbox, await ctx.backend(), {
+      limit,
+      ...(topics?.length ? { topics } : {}),
+    })
     ctx.print(dead, () => {
       if (dead.length === 0) return `no dead messages in ${ctx.outbox.table.display}`
       const more = dead.length === limit ? ` (the newest ${limit}; use --limit to see more)` : ''
@@ -79,7 +82,8 @@ Options:
 ${SELECT_HELP}`,
   options: SELECT_OPTIONS,
   async run(values, ctx) {
-    const n = await redrive(ctx.outbox, ctx.backend(), selection(values, 'redrive'))
+    const which = selection(values, 'redrive')
+    const n = await redrive(ctx.outbox, await ctx.backend(), which)
     ctx.print(
       { table: ctx.outbox.table.display, redriven: n },
       () => `redrove ${n} dead message(s) back to pending`,
@@ -99,7 +103,8 @@ Options:
 ${SELECT_HELP}`,
   options: SELECT_OPTIONS,
   async run(values, ctx) {
-    const n = await discard(ctx.outbox, ctx.backend(), selection(values, 'discard'))
+    const which = selection(values, 'discard')
+    const n = await discard(ctx.outbox, await ctx.backend(), which)
     ctx.print({ table: ctx.outbox.table.display, discarded: n }, () => `discarded ${n} dead message(s)`)
   },
 }

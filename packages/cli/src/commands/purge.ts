@@ -37,7 +37,7 @@ Options:
       }
     }
     const states = given.length > 0 ? (given as ('dead' | 'delivered')[]) : (['dead', 'delivered'] as const)
-    const n = await purge(ctx.outbox, ctx.backend(), { states: [...new Set(states)], olderThanMs })
+    const n = await purge(ctx.outbox, await ctx.backend(), { states: [...new Set(states)], olderThanMs })
     ctx.print(
       { table: ctx.outbox.table.display, purged: n, states: [...new Set(states)], olderThanMs },
       () =>

@@ -17,7 +17,7 @@ Options:
   --delivered      also count delivered rows (kept with keepDelivered: true); a full scan`,
   options: { delivered: { type: 'boolean', default: false } },
   async run(values, ctx) {
-    const stats = await outboxStats(ctx.outbox, ctx.backend(), {
+    const stats = await outboxStats(ctx.outbox, await ctx.backend(), {
       includeDelivered: values.delivered === true,
     })
     ctx.print({ table: ctx.outbox.table.display, ...stats }, () => {

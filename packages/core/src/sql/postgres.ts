@@ -1,4 +1,4 @@
-import type { Outbox, TableRef } from '../define-outbox.js'
+import type { TableRef } from '../define-outbox.js'
 
 /** Quotes a validated identifier for PostgreSQL. */
 export function quoteIdent(name: string): string {
@@ -368,19 +368,4 @@ ORDER BY h.key LIMIT $4`
 
 function literal(value: string): string {
   return `'${value.replace(/'/g, "''")}'`
-}
-
-/**
- * The DDL that creates an outbox table and its indexes on PostgreSQL, for your own migration tool
- * (Prisma Migrate, drizzle-kit custom migrations, TypeORM migrations, Flyway, ...). Idempotent.
- *
- * @example
- * ```ts
- * import { outboxDdl } from '@outboxkit/core'
- * fs.writeFileSync('migrations/001_outbox.sql', outboxDdl(outbox))
- * ```
- */
-export function outboxDdl(outbox: Pick<Outbox, 'table'>, dialect: 'postgres' = 'postgres'): string {
-  if (dialect !== 'postgres') throw new Error(`[outboxkit] [core] unknown dialect ${String(dialect)}`)
-  return `${postgresStatements(outbox.table).ddl};\n`
 }

@@ -9,13 +9,24 @@ const packageDir = fileURLToPath(new URL('../../', import.meta.url))
 const generatedDir = join(packageDir, 'test', 'generated')
 const require = createRequire(import.meta.url)
 
+/** A datasource provider the tests generate a client for. */
+export type TestProvider = 'postgresql' | 'mysql' | 'sqlite'
+
+/** The model file the package ships for `provider`: `schema/outbox.prisma`, `schema/outbox.<provider>.prisma`. */
+export function shippedModelPathFor(provider: TestProvider): string {
+  return join(packageDir, 'schema', provider === 'postgresql' ? 'outbox.prisma' : `outbox.${provider}.prisma`)
+}
+/** The SQL file the package ships for `provider`: `schema/outbox.sql`, `schema/outbox.<provider>.sql`. */
+export function shippedSqlPathFor(provider: TestProvider): string {
+  return join(packageDir, 'schema', provider === 'postgresql' ? 'outbox.sql' : `outbox.${provider}.sql`)
+}
 /** The model file the package ships, used as is: the tests generate their client from it. */
-export const shippedModelPath = join(packageDir, 'schema', 'outbox.prisma')
+export const shippedModelPath = shippedModelPathFor('postgresql')
 /** The SQL file the package ships. */
-export const shippedSqlPath = join(packageDir, 'schema', 'outbox.sql')
+export const shippedSqlPath = shippedSqlPathFor('postgresql')
 
 /** The schema the tests generate their client from: the shipped outbox model plus a business model. */
-export function testSchema(): string {
+export function testSchema(provider: TestProvider = 'postgresql'): string {
   return `generator client {
   provider     = "prisma-client"
   output       = "./prisma"
@@ -23,10 +34,10 @@ export function testSchema(): string {
 }
 
 datasource db {
-  provider = "postgresql"
+  provider = "${provider}"
 }
 
-${readFileSync(shippedModelPath, 'utf8')}
+${readFileSync(shippedModelPathFor(provider), 'utf8')}
 model Widget {
   id   Int    @id @default(autoincrement())
   name String
@@ -37,16 +48,17 @@ model Widget {
 }
 
 /**
- * Generates the Prisma Client for {@link testSchema} into test/generated/<hash>/ unless it is
- * already there. Nothing is generated at install time (install scripts are off), so a clean clone
- * gets its client here. Safe when two test files race: each generates into a temporary folder and
- * the first rename wins. Returns the path of the generated `client.ts`.
+ * Generates the Prisma Client for {@link testSchema} of `provider` into
+ * test/generated/<provider>-<hash>/ (one folder per provider, gitignored) unless it is already
+ * there. Nothing is generated at install time (install scripts are off), so a clean clone gets its
+ * client here. Safe when two test files race: each generates into a temporary folder and the first
+ * rename wins. Returns the path of the generated `client.ts`.
  */
-export function generatePrismaClient(): string {
-  const schema = testSchema()
+export function generatePrismaClient(provider: TestProvider = 'postgresql'): string {
+  const schema = testSchema(provider)
   const versions = [require('prisma/package.json').version, require('@prisma/client/package.json').version]
   const hash = createHash('sha256').update(schema).update(versions.join()).digest('hex').slice(0, 12)
-  const target = join(generatedDir, hash)
+  const target = join(generatedDir, `${provider}-${hash}`)
   const client = join(target, 'prisma', 'client.ts')
   if (existsSync(client)) return client
   mkdirSync(generatedDir, { recursive: true })
@@ -89,9 +101,9 @@ export interface TestPrismaClient {
   outboxMessage: any
 }
 
-/** The generated module, loaded after {@link generatePrismaClient}. */
-export async function loadPrismaClient(): Promise<{
+/** The generated module of `provider`, loaded after {@link generatePrismaClient}. */
+export async function loadPrismaClient(provider: TestProvider = 'postgresql'): Promise<{
   PrismaClient: new (options: { adapter: unknown }) => TestPrismaClient
 }> {
-  return import(pathToFileURL(generatePrismaClient()).href)
+  return import(pathToFileURL(generatePrismaClient(provider)).href)
 }

@@ -1,0 +1,8 @@
+export {
+  type MysqlBackendCommonOptions,
+  type MysqlBackendOptions,
+  type MysqlBackendPoolOptions,
+  type MysqlBackendUriOptions,
+  mysqlBackend,
+} from './backend.js'
+export { type MysqlTransactionConnection, publish, publishMany } from './publish.js'

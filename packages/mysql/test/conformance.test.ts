@@ -1,0 +1,93 @@
+import {
+  mysqlInspector,
+  type RefusedHandle,
+  runBackendConformance,
+  runPublishConformance,
+  testMysqlUri,
+} from '@outboxkit/conformance'
+import { type MysqlTransactionConnection, mysqlBackend, publish, publishMany } from '@outboxkit/mysql'
+import mysql from 'mysql2/promise'
+
+runPublishConformance<MysqlTransactionConnection>({
+  name: 'mysql',
+  publish,
+  publishMany,
+  async setup() {
+    const pool = mysql.createPool({ uri: testMysqlUri(), connectionLimit: 25 })
+    const inspector = mysqlInspector()
+    const checkedOut: mysql.PoolConnection[] = []
+    const plain: mysql.Connection[] = []
+    return {
+      dialect: 'mysql',
+      backend: mysqlBackend({ pool }),
+      inspect: (text, params) => inspector.query(text, params),
+      async transaction(fn) {
+        const conn = await pool.getConnection()
+        try {
+          await conn.beginTransaction()
+          const result = await fn(conn)
+          await conn.commit()
+          return result
+        } catch (err) {
+          await conn.rollback()
+          throw err
+        } finally {
+          conn.release()
+        }
+      },
+      async savepoint(conn, fn) {
+        await conn.query('SAVEPOINT sp')
+        try {
+          const result = await fn(conn)
+          await conn.query('RELEASE SAVEPOINT sp')
+          return result
+        } catch (err) {
+          await conn.query('ROLLBACK TO SAVEPOINT sp')
+          throw err
+        }
+      },
+      async refusedHandles(): Promise<RefusedHandle[]> {
+        const autocommit = await pool.getConnection()
+        checkedOut.push(autocommit)
+        const released = await pool.getConnection()
+        await released.beginTransaction()
+        released.release()
+        const ended = await mysql.createConnection(testMysqlUri())
+        await ended.beginTransaction()
+        await ended.end()
+        const standalone = await mysql.createConnection(testMysqlUri())
+        plain.push(standalone)
+        return [
+          { label: 'a mysql2/promise Pool', handle: pool },
+          { label: 'a callback-style mysql2 Pool', handle: pool.pool },
+          { label: 'a pooled connection in autocommit', handle: autocommit },
+          { label: 'a connection in autocommit', handle: standalone },
+          { label: 'a pooled connection released inside its transaction', handle: released },
+          { label: 'an ended connection', handle: ended },
+          { label: 'null', handle: null },
+          { label: 'a plain object', handle: { query: () => {} } },
+        ]
+      },
+      async teardown() {
+        for (const c of checkedOut) c.release()
+        for (const c of plain) await c.end()
+        await inspector.close()
+        await pool.end()
+      },
+    }
+  },
+})
+
+runBackendConformance({
+  name: 'mysql',
+  async setup() {
+    const inspector = mysqlInspector()
+    return {
+      dialect: 'mysql',
+      backend: () => mysqlBackend({ uri: testMysqlUri(), commandTimeoutMs: 10_000 }),
+      inspect: (text, params) => inspector.query(text, params),
+      supportsListen: false,
+      teardown: () => inspector.close(),
+    }
+  },
+})

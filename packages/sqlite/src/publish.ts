@@ -1,0 +1,68 @@
+import {
+  createSqlitePublisher,
+  describe,
+  OutboxError,
+  type PublishFn,
+  type PublishManyFn,
+} from '@outboxkit/core'
+import { isSqliteDatabase, prepared, type SqliteDatabase } from './database.js'
+
+const ADAPTER = 'sqlite'
+
+function refuse(what: string): OutboxError {
+  return new OutboxError(
+    'NOT_IN_TRANSACTION',
+    `publish needs a better-sqlite3 Database inside a transaction, got ${what}. Call it inside db.transaction(() => { ...; void publish(outbox, db, message) })() (no await needed: the row is written when publish returns), or after db.exec('BEGIN'). Nothing was written.`,
+    { source: ADAPTER },
+  )
+}
+
+function checkTransaction(handle: unknown): SqliteDatabase {
+  if (!isSqliteDatabase(handle)) throw refuse(describe(handle))
+  if (!handle.open) throw refuse('a closed Database')
+  // better-sqlite3's own signal (SQLite's autocommit flag): true inside db.transaction(), after a
+  // BEGIN, and false again once the transaction committed or rolled back, however it ended.
+  if (!handle.inTransaction) {
+    throw refuse(
+      'a Database that is not inside a transaction (in autocommit the message would commit on its own)',
+    )
+  }
+  return handle
+}
+
+const publisher = createSqlitePublisher<SqliteDatabase>({
+  name: ADAPTER,
+  checkTransaction,
+  all: (db, statement) => prepared(db, statement.sql).all(statement.params),
+  isSynchronous: () => true,
+  inTransaction: (db) => db.open && db.inTransaction,
+})
+
+/**
+ * Publishes one message inside the transaction open on a better-sqlite3 `Database`. The INSERT
+ * runs before `publish` returns, so it can be called without `await` inside a synchronous
+ * `db.transaction(() => { ... })`: the returned Promise only carries the result. Handle it (`void`
+ * it, or collect it and await it after the transaction); do not return it from the transaction
+ * function, which better-sqlite3 refuses (it rolls back). Errors raised while the transaction is
+ * open (an invalid message, a failed INSERT) are thrown synchronously, so the transaction rolls
+ * back; `NOT_IN_TRANSACTION` rejects the Promise.
+ *
+ * @example
+ * ```ts
+ * db.transaction(() => {
+ *   db.prepare('INSERT INTO orders (id) VALUES (?)').run(orderId)
+ *   void publish(outbox, db, { topic: 'order.created', payload: { orderId } })
+ * })()
+ * ```
+ * @throws OutboxError `INVALID_MESSAGE` for a bad message, `INVALID_CONFIG` for a topic whose
+ * schema validates asynchronously, `DATABASE` when the INSERT fails (thrown synchronously).
+ * Rejects with `NOT_IN_TRANSACTION` for anything but a better-sqlite3 Database inside a
+ * transaction (a closed one, one in autocommit, another object).
+ */
+export const publish: PublishFn<SqliteDatabase> = publisher.publish
+
+/**
+ * Publishes several messages inside the transaction open on a better-sqlite3 `Database`, in one
+ * INSERT, all or nothing, results in the order of `messages`. Same rules as {@link publish}.
+ */
+export const publishMany: PublishManyFn<SqliteDatabase> = publisher.publishMany
