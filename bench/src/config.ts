@@ -18,6 +18,18 @@ export interface BenchConfig {
   growthSizes: number[]
   staleSize: number
   deadSize: number
+  /** Scenario 7 (ordering): backlog spread over `orderingKeys` keys, drained with each relay count. */
+  orderingBacklog: number
+  orderingKeys: number
+  orderingRelays: number[]
+  orderingDrainRounds: number
+  orderingProducers: number
+  orderingPublishDurationMs: number
+  orderingPublishWarmupMs: number
+  orderingPublishRounds: number
+  /** Scenario 8 (backends): the drain backlog on PostgreSQL, MySQL/MariaDB and SQLite, and its rounds. */
+  backendsBacklog: number
+  backendsRounds: number
 }
 
 /** `pnpm bench --quick` (a few minutes) or the full run. */
@@ -40,6 +52,16 @@ export function benchConfig(quick: boolean): BenchConfig {
         growthSizes: [10_000, 100_000],
         staleSize: 100_000,
         deadSize: 100_000,
+        orderingBacklog: 10_000,
+        orderingKeys: 1_000,
+        orderingRelays: [1, 2],
+        orderingDrainRounds: 1,
+        orderingProducers: 16,
+        orderingPublishDurationMs: 1_500,
+        orderingPublishWarmupMs: 300,
+        orderingPublishRounds: 1,
+        backendsBacklog: 10_000,
+        backendsRounds: 1,
       }
     : {
         mode: 'full',
@@ -58,5 +80,15 @@ export function benchConfig(quick: boolean): BenchConfig {
         growthSizes: [10_000, 100_000, 1_000_000],
         staleSize: 100_000,
         deadSize: 1_000_000,
+        orderingBacklog: 30_000,
+        orderingKeys: 1_000,
+        orderingRelays: [1, 2],
+        orderingDrainRounds: 5,
+        orderingProducers: 16,
+        orderingPublishDurationMs: 10_000,
+        orderingPublishWarmupMs: 1_000,
+        orderingPublishRounds: 3,
+        backendsBacklog: 50_000,
+        backendsRounds: 3,
       }
 }

@@ -2,6 +2,8 @@ import type { GraphileSettings } from './contenders/graphile.js'
 import type { BenchRelayOptions, OutboxkitDriver } from './contenders/outboxkit.js'
 import type { BossSettings } from './contenders/pg-boss.js'
 import type { ProtoOptions } from './prototypes/relay.js'
+import type { BackendsJobSpec } from './scenarios/backends-job.js'
+import type { OrderingJobSpec } from './scenarios/ordering-job.js'
 
 /** Every unit of work the bench runs in a child process. Modules load lazily per kind. */
 export type Job =
@@ -53,6 +55,8 @@ export type Job =
       notify: boolean
       reportEveryMs: number
     }
+  | { kind: 'ordering'; spec: OrderingJobSpec }
+  | { kind: 'backends'; spec: BackendsJobSpec }
 
 /** The transaction shapes of the publish scenario. */
 export type PublishVariant =
@@ -97,6 +101,10 @@ export async function runJob(job: Job, progress: (data: unknown) => void): Promi
       return (await import('./scenarios/mixed-job.js')).runRelay(job, progress)
     case 'produce':
       return (await import('./scenarios/mixed-job.js')).runProducers(job, progress)
+    case 'ordering':
+      return (await import('./scenarios/ordering-job.js')).runOrderingJob(job.spec, progress)
+    case 'backends':
+      return (await import('./scenarios/backends-job.js')).runBackendsJob(job.spec, progress)
     default:
       throw new Error(`bench: unknown job ${JSON.stringify(job)}`)
   }

@@ -6,10 +6,12 @@ import { loadAverage, machineInfo } from './machine.js'
 import { renderMarkdown } from './report/markdown.js'
 import { renderDrainSvg, renderLatencySvg } from './report/svg.js'
 import type { BenchResults } from './results.js'
+import { runBackendsScenario } from './scenarios/backends.js'
 import { RELAY_DEFAULTS, runDrain } from './scenarios/drain.js'
 import { runGrowthScenario } from './scenarios/growth.js'
 import { runLatencyScenario } from './scenarios/latency.js'
 import { runMixedScenario } from './scenarios/mixed.js'
+import { runOrderingScenario } from './scenarios/ordering.js'
 import { runPublishScenario } from './scenarios/publish.js'
 
 const args = process.argv.slice(2)
@@ -36,7 +38,7 @@ const results: BenchResults = {
     loadAverageStart: loadAverage(),
     loadAverageEnd: [0, 0, 0],
     config,
-    scenarios: only ? [...only] : ['drain', 'publish', 'latency', 'mixed', 'growth'],
+    scenarios: only ? [...only] : ['drain', 'publish', 'latency', 'mixed', 'growth', 'ordering', 'backends'],
   },
 }
 log(
@@ -118,6 +120,35 @@ if (wants('growth')) {
   )
   results.growth = { claims: g.claims, autovacuumSettings: g.autovacuum }
   results.memory = g.memory
+}
+if (wants('ordering')) {
+  log(
+    `\n7. ordering: ${config.orderingBacklog.toLocaleString('en')} messages over ${config.orderingKeys.toLocaleString('en')} keys, unordered vs ordered topic; publish with ${config.orderingProducers} producers`,
+  )
+  results.ordering = await runOrderingScenario(
+    url,
+    {
+      backlog: config.orderingBacklog,
+      keys: config.orderingKeys,
+      relays: config.orderingRelays,
+      drainRounds: config.orderingDrainRounds,
+      producers: config.orderingProducers,
+      publishDurationMs: config.orderingPublishDurationMs,
+      publishWarmupMs: config.orderingPublishWarmupMs,
+      publishRounds: config.orderingPublishRounds,
+    },
+    log,
+  )
+}
+if (wants('backends')) {
+  log(
+    `\n8. backends: drain of ${config.backendsBacklog.toLocaleString('en')} messages, no-op handler, on PostgreSQL, MySQL/MariaDB and SQLite, ${config.backendsRounds} round(s)`,
+  )
+  results.backends = await runBackendsScenario(
+    url,
+    { backlog: config.backendsBacklog, rounds: config.backendsRounds },
+    log,
+  )
 }
 
 results.meta.finishedAt = new Date().toISOString()

@@ -1,9 +1,11 @@
 import type { BenchConfig } from './config.js'
 import type { MachineInfo } from './machine.js'
+import type { BackendsResult } from './scenarios/backends.js'
 import type { DrainRow } from './scenarios/drain.js'
 import type { ClaimCost, MemoryResult } from './scenarios/growth.js'
 import type { LatencyResult } from './scenarios/latency-job.js'
 import type { MixedResult } from './scenarios/mixed.js'
+import type { OrderingResult } from './scenarios/ordering.js'
 import type { PublishRow } from './scenarios/publish.js'
 
 /** Everything one bench run writes to bench/results/latest.json. */
@@ -25,4 +27,6 @@ export interface BenchResults {
   mixed?: MixedResult[]
   growth?: { claims: ClaimCost[]; autovacuumSettings: Record<string, unknown> }
   memory?: MemoryResult
+  ordering?: OrderingResult
+  backends?: BackendsResult
 }

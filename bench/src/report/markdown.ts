@@ -1,4 +1,5 @@
 import type { BenchResults } from '../results.js'
+import type { OrderingDrainRun } from '../scenarios/ordering.js'
 import { round } from '../stats.js'
 import { checkTargets } from './targets.js'
 
@@ -126,6 +127,81 @@ export function renderMarkdown(r: BenchResults): string {
     out.push(
       `Peak RSS ${mm.peakRssMiB} MiB (sampled ${mm.sampledPeakRssMiB} MiB); ${mm.baselineRssMiB} MiB after loading modules (Node + outboxkit + pg, bundled to plain JavaScript, no tsx), before the relay started; drained at ${n(mm.perSecond)} msg/s in ${mm.seconds} s.`,
     )
+  }
+  if (r.ordering) {
+    const o = r.ordering
+    const c = r.meta.config
+    out.push(
+      '',
+      `## 7. Ordering: unordered vs \`orderedTopics\` topic, ${n(o.backlog)} messages over ${n(o.keys)} keys, same relay settings, side by side (median of ${c.orderingDrainRounds} round(s))`,
+      '',
+    )
+    out.push(
+      '| relays | settings | unordered msg/s | ordered msg/s | ordered / unordered (median of rounds) | per round | claims per 1k msg (unordered / ordered) | relay CPU ms per 1k msg (unordered / ordered) |',
+    )
+    out.push('|---:|---|---:|---:|---:|---|---:|---:|')
+    const per1k = (runs: OrderingDrainRun[], v: (x: OrderingDrainRun) => number) => {
+      const msgs = runs.reduce((a, x) => a + x.messages, 0)
+      return msgs ? n((runs.reduce((a, x) => a + v(x), 0) / msgs) * 1000) : 'n/a'
+    }
+    for (const d of o.drain) {
+      if (d.skipped && d.roundRatios.length === 0) {
+        out.push(`| ${d.relays} | ${d.settings} | skipped: ${d.skipped} | | | | | |`)
+        continue
+      }
+      const u = d.unordered.rounds
+      const od = d.ordered.rounds
+      out.push(
+        `| ${d.relays} | ${d.settings} | ${n(d.unordered.medianPerSecond)} | ${n(d.ordered.medianPerSecond)} | ${x(d.ratio)} | ${d.roundRatios.join(', ')} | ${per1k(u, (y) => y.claims)} / ${per1k(od, (y) => y.claims)} | ${per1k(u, (y) => y.relayCpuMs)} / ${per1k(od, (y) => y.relayCpuMs)} |`,
+      )
+    }
+    out.push(
+      '',
+      `Publish: ${o.producers} closed-loop producers, \`BEGIN; INSERT order; publish (notify: false); COMMIT\` (median of ${c.orderingPublishRounds} round(s), ${c.orderingPublishDurationMs / 1000} s each; distinct keys cycle over ${n(o.keys)}):`,
+      '',
+    )
+    out.push('| transaction | tx/s | vs unordered (median of rounds) | per round | tx p50 ms | tx p99 ms |')
+    out.push('|---|---:|---:|---|---:|---:|')
+    for (const p of o.publish) {
+      if (p.skipped || p.rounds.length === 0) {
+        out.push(`| ${p.label} | skipped: ${p.skipped ?? 'no result'} | | | | |`)
+        continue
+      }
+      const last = p.rounds[p.rounds.length - 1]!
+      out.push(
+        `| ${p.label} | ${n(p.medianTps)} | ${x(p.ratio)} | ${p.roundRatios.join(', ')} | ${last.txP50Ms} | ${last.txP99Ms} |`,
+      )
+    }
+  }
+  if (r.backends) {
+    const b = r.backends
+    out.push(
+      '',
+      `## 8. MySQL and SQLite: drain of a ${n(b.backlog)}-message backlog, no-op handler, PostgreSQL as the reference, side by side (median of ${b.rounds} round(s))`,
+      '',
+    )
+    out.push(
+      '| relay settings | database | relay connection | msg/s | vs PostgreSQL (median of rounds) | per round | claims per 1k msg | relay CPU ms per 1k msg | peak RSS MiB |',
+    )
+    out.push('|---|---|---|---:|---:|---|---:|---:|---:|')
+    for (const g of b.groups) {
+      for (const row of g.rows) {
+        if (row.rounds.length === 0) {
+          out.push(
+            `| ${g.label} | ${row.label} | ${row.connection} | skipped: ${row.skipped ?? 'no result'} | | | | | |`,
+          )
+          continue
+        }
+        const msgs = row.rounds.reduce((a, y) => a + y.messages, 0)
+        const claims = (row.rounds.reduce((a, y) => a + y.claims, 0) / msgs) * 1000
+        const cpu = (row.rounds.reduce((a, y) => a + y.cpuUserMs + y.cpuSystemMs, 0) / msgs) * 1000
+        out.push(
+          `| ${g.label} | ${row.label} | ${row.connection} | ${n(row.medianPerSecond)}${row.skipped ? ` (then failed: ${row.skipped})` : ''} | ${x(row.ratio)} | ${row.roundRatios.join(', ')} | ${round(claims, 1)} | ${n(cpu)} | ${Math.max(...row.rounds.map((y) => y.peakRssMiB))} |`,
+        )
+      }
+    }
+    const servers = b.groups[0]?.rows ?? []
+    out.push('', ...servers.map((row) => `- ${row.label}: ${row.server || row.skipped || 'n/a'}`))
   }
   const checks = checkTargets(r)
   if (checks.length) {

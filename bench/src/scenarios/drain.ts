@@ -56,7 +56,7 @@ export function drainContenders(full: boolean): DrainContender[] {
     {
       id: 'outboxkit-pg-defaults',
       label: 'outboxkit (pg), defaults',
-      settings: 'concurrency 50, batchSize 100, pool 10',
+      settings: 'core defaults: concurrency 400, batchSize 200, pool 10',
       family: 'outboxkit',
       prepare: outboxkitPrepare,
       job: (url, count) => ({ kind: 'drain-outboxkit', url, driver: 'pg', count, relay: RELAY_DEFAULTS }),
@@ -72,7 +72,7 @@ export function drainContenders(full: boolean): DrainContender[] {
     {
       id: 'outboxkit-postgres-js-defaults',
       label: 'outboxkit (postgres.js), defaults',
-      settings: 'concurrency 50, batchSize 100, postgres.js max 10',
+      settings: 'core defaults: concurrency 400, batchSize 200, postgres.js max 10',
       family: 'outboxkit',
       prepare: outboxkitPrepare,
       available: postgresJsReady,
