@@ -16,7 +16,14 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const loops = Number(process.argv.find((a) => a.startsWith('--loops='))?.slice(8) ?? 100)
   const sql = postgresStatements(parseTableName(OUTBOX_TABLE))
   const fast = fastDeleteSettle(OUTBOX_TABLE)
-  for (const variant of ['core settle', 'delete settle', 'core settle', 'delete settle']) {
+  for (const variant of [
+    'core settle',
+    'core delivered settle',
+    'delete settle',
+    'core settle',
+    'core delivered settle',
+    'delete settle',
+  ]) {
     await resetOutbox(url)
     await loadOutboxBacklog(url, batch * loops)
     const client = new pg.Client({ connectionString: url })
@@ -39,6 +46,12 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
           name: statementName('s', sql.settle),
           text: sql.settle,
           values: [ids, attempts, ids.map(() => 'delivered'), ids.map(() => 0), ids.map(() => null), false],
+        })
+      } else if (variant === 'core delivered settle') {
+        await client.query({
+          name: statementName('cd', sql.settleDelivered),
+          text: sql.settleDelivered,
+          values: [`{${ids.join(',')}}`, `{${attempts.join(',')}}`],
         })
       } else {
         await client.query({ name: statementName('d', fast), text: fast, values: [ids, attempts] })
