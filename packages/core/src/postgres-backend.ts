@@ -8,7 +8,6 @@ import type {
   ExtendLeaseRequest,
   ListDeadRequest,
   OutboxBackend,
-  OutboxState,
   PurgeRequest,
   RedriveRequest,
   SettleRequest,
@@ -17,6 +16,7 @@ import type {
   WakeHandlers,
   WakeSubscription,
 } from './backend.js'
+import { blockedKeyRowFrom, deadRowFrom, statsRowFrom } from './backend-rows.js'
 import type { Outbox } from './define-outbox.js'
 import { toOutboxError } from './errors.js'
 import { postgresStatements } from './sql/postgres.js'
@@ -201,16 +201,7 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
         ? ['pending', 'processing', 'dead', 'delivered']
         : ['pending', 'processing', 'dead']
       const rows = await run('stats', sql.stats, [states], 'outboxkit_stats')
-      return rows.map((r) => ({
-        topic: r.topic as string,
-        state: r.state as OutboxState,
-        count: Number(r.n),
-        oldestAgeMs: Math.max(0, Math.round(Number(r.oldest_age_ms))),
-        oldestDueLagMs:
-          r.oldest_due_lag_ms === null || r.oldest_due_lag_ms === undefined
-            ? null
-            : Math.max(0, Math.round(Number(r.oldest_due_lag_ms))),
-      }))
+      return rows.map(statsRowFrom)
     },
     async listDead(req: ListDeadRequest): Promise<DeadRow[]> {
       const sql = postgresStatements(req.table)
@@ -220,17 +211,7 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
         req.after?.deadAtMs ?? null,
         req.after?.id ?? null,
       ])
-      return rows.map((r) => ({
-        id: r.id as string,
-        topic: r.topic as string,
-        key: (r.key as string | null) ?? null,
-        payload: r.payload as string,
-        headers: r.headers as string,
-        attempts: Number(r.attempts),
-        lastError: (r.last_error as string | null) ?? null,
-        createdAtMs: Number(r.created_ms),
-        deadAtMs: Number(r.dead_ms),
-      }))
+      return rows.map(deadRowFrom)
     },
     async discard(req: DiscardRequest): Promise<number> {
       const sql = postgresStatements(req.table)
@@ -250,17 +231,7 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
         req.limit,
         req.includeRetrying,
       ])
-      return rows.map((r) => ({
-        key: r.key as string,
-        headId: r.id as string,
-        headTopic: r.topic as string,
-        headState: r.state as 'dead' | 'pending',
-        headAttempts: Number(r.attempts),
-        headLastError: (r.last_error as string | null) ?? null,
-        headSinceMs: Number(r.since_ms),
-        headCreatedAtMs: Number(r.created_ms),
-        waiting: Number(r.waiting),
-      }))
+      return rows.map(blockedKeyRowFrom)
     },
     close: () => executor.close(),
   }

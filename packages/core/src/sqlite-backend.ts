@@ -8,7 +8,6 @@ import type {
   ExtendLeaseRequest,
   ListDeadRequest,
   OutboxBackend,
-  OutboxState,
   PurgeRequest,
   RedriveRequest,
   SettleRequest,
@@ -17,6 +16,7 @@ import type {
   WakeHandlers,
   WakeSubscription,
 } from './backend.js'
+import { blockedKeyRowFrom, deadRowFrom, statsRowFrom } from './backend-rows.js'
 import type { Outbox } from './define-outbox.js'
 import { OutboxError, toOutboxError } from './errors.js'
 import { bindSqlite, type SqliteSql, sqliteStatements } from './sql/sqlite.js'
@@ -246,16 +246,7 @@ export function createSqliteBackend(executor: SqliteExecutor): OutboxBackend {
         ? ['pending', 'processing', 'dead', 'delivered']
         : ['pending', 'processing', 'dead']
       const rows = read('stats', () => all(sql.stats, { states: JSON.stringify(states) }))
-      return rows.map((r) => ({
-        topic: r.topic as string,
-        state: r.state as OutboxState,
-        count: Number(r.n),
-        oldestAgeMs: Math.max(0, Math.round(Number(r.oldest_age_ms))),
-        oldestDueLagMs:
-          r.oldest_due_lag_ms === null || r.oldest_due_lag_ms === undefined
-            ? null
-            : Math.max(0, Math.round(Number(r.oldest_due_lag_ms))),
-      }))
+      return rows.map(statsRowFrom)
     },
     async listDead(req: ListDeadRequest): Promise<DeadRow[]> {
       const sql = sqliteStatements(req.table)
@@ -267,17 +258,7 @@ export function createSqliteBackend(executor: SqliteExecutor): OutboxBackend {
           after_id: req.after?.id ?? null,
         }),
       )
-      return rows.map((r) => ({
-        id: r.id as string,
-        topic: r.topic as string,
-        key: (r.key as string | null) ?? null,
-        payload: r.payload as string,
-        headers: r.headers as string,
-        attempts: Number(r.attempts),
-        lastError: (r.last_error as string | null) ?? null,
-        createdAtMs: Number(r.created_ms),
-        deadAtMs: Number(r.dead_ms),
-      }))
+      return rows.map(deadRowFrom)
     },
     async discard(req: DiscardRequest): Promise<number> {
       const sql = sqliteStatements(req.table)
@@ -294,17 +275,7 @@ export function createSqliteBackend(executor: SqliteExecutor): OutboxBackend {
           include_retrying: req.includeRetrying,
         }),
       )
-      return rows.map((r) => ({
-        key: r.key as string,
-        headId: r.id as string,
-        headTopic: r.topic as string,
-        headState: r.state as 'dead' | 'pending',
-        headAttempts: Number(r.attempts),
-        headLastError: (r.last_error as string | null) ?? null,
-        headSinceMs: Number(r.since_ms),
-        headCreatedAtMs: Number(r.created_ms),
-        waiting: Number(r.waiting),
-      }))
+      return rows.map(blockedKeyRowFrom)
     },
     async listen(channel: string, handlers: WakeHandlers): Promise<WakeSubscription> {
       const off = listenSqliteWake(channel, () => handlers.onWake())

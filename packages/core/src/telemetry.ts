@@ -173,43 +173,10 @@ export async function tracePublish(
   let api = otelNow()
   if (api === undefined) api = await loadOtel()
   if (!api) return write(messages)
-  const first = messages[0]!
-  const single = messages.length === 1 || messages.every((m) => m.topic === first.topic)
-  const attributes: Record<string, string | number> = {
-    'messaging.system': SYSTEM,
-    'messaging.operation.type': 'send',
-    'messaging.operation.name': 'send',
-    'outboxkit.table': outbox.table.display,
-  }
-  if (single) attributes['messaging.destination.name'] = first.topic
-  if (messages.length === 1) attributes['messaging.message.id'] = first.id
-  else attributes['messaging.batch.message_count'] = messages.length
-  const parent = api.context.active()
-  const span = api.trace
-    .getTracer(INSTRUMENTATION_SCOPE)
-    .startSpan(single ? `send ${first.topic}` : 'send', { kind: api.SpanKind.PRODUCER, attributes }, parent)
-  let traced = messages
-  const sc = span.spanContext()
-  if (api.trace.isSpanContextValid(sc)) {
-    const tracestate = sc.traceState?.serialize()
-    const trace = {
-      traceparent: formatTraceparent(sc.traceId, sc.spanId, sc.traceFlags),
-      ...(tracestate ? { tracestate } : {}),
-    }
-    traced = messages.map((m) => withTraceHeaders(m, trace))
-  }
+  const { span, parent, traced } = startPublishSpan(api, outbox, messages)
   try {
     const results = await api.context.with(api.trace.setSpan(parent, span), () => write(traced))
-    if (messages.length === 1) span.setAttribute('outboxkit.published', results[0]?.published === true)
-    const { published } = instruments(api)
-    for (let i = 0; i < results.length; i++) {
-      if (!results[i]!.published) continue
-      published.add(1, {
-        'messaging.system': SYSTEM,
-        'messaging.destination.name': messages[i]!.topic,
-        'outboxkit.table': outbox.table.display,
-      })
-    }
+    countPublished(api, span, outbox, messages, results)
     return results
   } catch (error) {
     markFailed(api, span, error)
