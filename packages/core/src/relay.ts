@@ -64,13 +64,16 @@ export interface RelayOptions<O extends Outbox<any>> {
    * is written (or, with `maxPendingOutcomes`, until their handler returns). The relay never
    * claims more rows than it has free slots, so this also bounds the handlers running at once, the
    * relay's memory and the messages delivered again if the process dies. Default 400 (twice
-   * `batchSize`, so the next claim overlaps the settle of the last batch): lower it for handlers
-   * that call a rate-limited service (docs/performance.md#defaults).
+   * `batchSize`: while a backlog lasts, a second claim runs while the first is in flight or its
+   * batch is settled): lower it for handlers that call a rate-limited service
+   * (docs/performance.md#defaults).
    */
   concurrency?: number
   /**
    * Most rows per claim statement. While slots are busy the relay waits (at most 20 ms) until
-   * half a batch of them is free instead of claiming a few rows at a time. Default 200.
+   * half a batch of them is free instead of claiming a few rows at a time. While the last claim
+   * came back full (a backlog), the next one goes out without waiting for those in flight, as many
+   * as the free slots allow (`concurrency / batchSize`); otherwise one at a time. Default 200.
    */
   batchSize?: number
   /**
@@ -419,7 +422,12 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
 
   let running = false
   let stopping: Promise<void> | undefined
-  let claiming = false
+  /** Claim statements sent and not yet answered. */
+  let claimsInFlight = 0
+  /** Slots promised to the claims in flight (their `limit`s), not yet filled or given back. */
+  let reserved = 0
+  /** The last claim came back full: more rows are probably due, so another claim may overlap it. */
+  let backlog = false
   let claimWanted = false
   let flushing = false
   let claimErrors = 0
@@ -466,10 +474,18 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
   }
 
   function pump() {
-    if (!running || claiming || !claimWanted) return
-    const free = freeSlots()
-    if (free <= 0) return
-    if (free < minClaim && stats.inFlight > 0 && !smallClaimDue) {
+    // Another claim while one is in flight only when the last came back full (a backlog) and
+    // claims work; the slots reserved by the claims in flight bound how many overlap.
+    while (running && claimWanted && (claimsInFlight === 0 || (backlog && claimErrors === 0))) {
+      if (!claimOnce()) return
+    }
+  }
+
+  /** Sends one claim if slots allow. Returns whether it did. */
+  function claimOnce(): boolean {
+    const free = freeSlots() - reserved
+    if (free <= 0) return false
+    if (free < minClaim && stats.inFlight + reserved > 0 && !smallClaimDue) {
       // Slots are busy and free up as handlers and settles finish: wait for half a batch of them
       // (one claim of many rows instead of many claims of one), but not for long.
       if (!smallClaimTimer) {
@@ -480,16 +496,18 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
         }, SMALL_CLAIM_WAIT_MS)
         smallClaimTimer.unref?.()
       }
-      return
+      return false
     }
     if (smallClaimTimer) {
       clearTimeout(smallClaimTimer)
       smallClaimTimer = undefined
     }
     smallClaimDue = false
-    claimWanted = false
-    claiming = true
     const limit = Math.min(free, batchSize)
+    // With a backlog, the next claim may go out at once (the loop in `pump`); otherwise one at a time.
+    claimWanted = backlog
+    claimsInFlight++
+    reserved += limit
     const sentAt = Date.now()
     if (pollTimer) {
       clearTimeout(pollTimer)
@@ -498,7 +516,8 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
     const claimRequest = { table: outbox.table, topics, limit, leaseMs, maxAttempts, ordering }
     backend.claim(claimRequest).then(
       (rows) => {
-        claiming = false
+        claimsInFlight--
+        reserved -= limit
         if (claimErrors > 0)
           log.log(
             'info',
@@ -518,12 +537,15 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
           }
         }
         if (batch) armBatchLease(batch, leaseUntil)
-        if (rows.length >= limit) claimWanted = true
+        backlog = rows.length >= limit
+        if (backlog) claimWanted = true
         if (claimWanted) pump()
         armPoll()
       },
       (error) => {
-        claiming = false
+        claimsInFlight--
+        reserved -= limit
+        backlog = false
         claimErrors++
         reportError(error, 'claim')
         const exp = Math.min(CLAIM_BACKOFF_MAX_MS, CLAIM_BACKOFF_BASE_MS * 2 ** Math.min(claimErrors - 1, 20))
@@ -537,6 +559,7 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
         armPoll(retryInMs)
       },
     )
+    return true
   }
 
   /** Runs `pump` once after the current burst of handler completions (maxPendingOutcomes > 0). */
@@ -1102,7 +1125,7 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
           if (settleTimer) clearTimeout(settleTimer)
         }
         const claimDeadline = Date.now() + Math.max(1_000, graceMs)
-        while (claiming && Date.now() < claimDeadline) await new Promise((r) => setTimeout(r, 5))
+        while (claimsInFlight > 0 && Date.now() < claimDeadline) await new Promise((r) => setTimeout(r, 5))
         // Also when the relay never started: a connection-string backend opened by migrate() must
         // not keep the process alive. A backend never closes what it was given.
         await backend.close().catch((error) => reportError(error, 'settle'))

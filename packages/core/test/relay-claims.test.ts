@@ -1,0 +1,99 @@
+// Overlapping claims: while a backlog lasts (the last claim came back full) the relay sends the
+// next claim without waiting for the one in flight, as many as its free slots allow; otherwise one
+// claim at a time. Either way it never asks for more rows than it has free slots. Logic of the
+// relay only, so PostgreSQL alone.
+import { waitFor } from '@outboxkit/conformance'
+import type { OutboxBackend, Relay } from '@outboxkit/core'
+import { describe, expect, test } from 'vitest'
+import { messages, observeFor, useHarness } from './support/harness.js'
+
+interface ClaimWatch {
+  backend: OutboxBackend
+  /** Most claims in flight at once. */
+  maxInFlight: number
+  claims: number
+  /** Rows held by the relay plus the limits of the claims in flight, at each claim sent. */
+  promised: number[]
+  attach(relay: Relay): void
+}
+
+function watchClaims(inner: OutboxBackend): ClaimWatch {
+  let inFlight = 0
+  let limits = 0
+  let relay: Relay | undefined
+  const watch: ClaimWatch = {
+    maxInFlight: 0,
+    claims: 0,
+    promised: [],
+    attach(r) {
+      relay = r
+    },
+    backend: {
+      ...inner,
+      async claim(request) {
+        watch.claims++
+        inFlight++
+        limits += request.limit
+        watch.maxInFlight = Math.max(watch.maxInFlight, inFlight)
+        watch.promised.push((relay?.stats.inFlight ?? 0) + limits)
+        try {
+          return await inner.claim(request)
+        } finally {
+          inFlight--
+          limits -= request.limit
+        }
+      },
+    },
+  }
+  return watch
+}
+
+describe('overlapping claims', () => {
+  const h = useHarness('postgres')
+
+  test('with a backlog, the next claims go out while one is in flight, within the free slots', async () => {
+    const outbox = await h.outbox('claims_backlog')
+    const watch = watchClaims(h.backend())
+    let handled = 0
+    const relay = h.relay(outbox, {
+      backend: watch.backend,
+      handlers: { t: () => void handled++ },
+      concurrency: 20,
+      batchSize: 5,
+      pollIntervalMs: 50,
+      notify: false,
+    })
+    watch.attach(relay)
+    await h.publish(outbox, messages(200))
+    await relay.start()
+    await waitFor(async () => handled >= 200 && (await h.count(outbox)) === 0, { what: 'the drain' })
+    expect(watch.maxInFlight).toBeGreaterThanOrEqual(2)
+    expect(watch.maxInFlight).toBeLessThanOrEqual(4) // 20 slots / 5 rows per claim
+    expect(Math.max(...watch.promised)).toBeLessThanOrEqual(20)
+    expect(handled).toBe(200)
+  })
+
+  test('without a backlog (claims come back short), one claim at a time', async () => {
+    const outbox = await h.outbox('claims_trickle')
+    const watch = watchClaims(h.backend())
+    let handled = 0
+    const relay = h.relay(outbox, {
+      backend: watch.backend,
+      handlers: { t: () => void handled++ },
+      concurrency: 20,
+      batchSize: 5,
+      pollIntervalMs: 20,
+      notify: false,
+    })
+    watch.attach(relay)
+    await relay.start()
+    for (let i = 0; i < 5; i++) {
+      await h.publish(outbox, messages(3))
+      await waitFor(() => handled >= 3 * (i + 1), { what: `batch ${i + 1} handled` })
+    }
+    await observeFor(200) // idle polls
+    expect(watch.claims).toBeGreaterThan(5)
+    expect(watch.maxInFlight).toBe(1)
+    expect(handled).toBe(15)
+  })
+})
