@@ -45,17 +45,22 @@ export function postgresPublishStatement(
     for (const m of messages) if (outbox.orderedTopics.has(m.topic)) orderedTopics.add(m.topic)
   }
   const ordered = orderedTopics.size > 0
-  const suffix = `${ordered ? '_ordered' : ''}${guarded ? '_guarded' : ''}`
+  // Without a dedupKey, ordering or guard (the common publish), a plain INSERT with the same
+  // parameters and rows: no ON CONFLICT to pay for.
+  const plain = !ordered && !guarded && messages.every((m) => m.dedupKey === null)
+  const suffix = `${ordered ? '_ordered' : ''}${guarded ? '_guarded' : ''}${plain ? '_plain' : ''}`
   if (messages.length === 1) {
     const m = messages[0]!
     return {
-      text: ordered
-        ? guarded
-          ? sql.publishOneOrderedGuarded
-          : sql.publishOneOrdered
-        : guarded
-          ? sql.publishOneGuarded
-          : sql.publishOne,
+      text: plain
+        ? sql.publishOnePlain
+        : ordered
+          ? guarded
+            ? sql.publishOneOrderedGuarded
+            : sql.publishOneOrdered
+          : guarded
+            ? sql.publishOneGuarded
+            : sql.publishOne,
       values: [m.id, m.topic, m.key, m.payload, m.headers, m.delayMs, m.dedupKey, channel],
       name: `outboxkit_publish_one${suffix}`,
     }
@@ -80,7 +85,7 @@ export function postgresPublishStatement(
     }
   }
   return {
-    text: guarded ? sql.publishManyGuarded : sql.publishMany,
+    text: plain ? sql.publishManyPlain : guarded ? sql.publishManyGuarded : sql.publishMany,
     values: [...cols, channel],
     name: `outboxkit_publish_many${suffix}`,
   }

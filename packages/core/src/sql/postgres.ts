@@ -58,6 +58,14 @@ export interface PostgresStatements {
   readonly publishOneGuarded: string
   /** `publishMany`, guarded like {@link PostgresStatements.publishOneGuarded}. */
   readonly publishManyGuarded: string
+  /**
+   * `publishOne` for a message without a `dedupKey` (same parameters, same rows): a plain
+   * INSERT, without `ON CONFLICT` (whose speculative insertion costs a lock and a WAL record per
+   * row) and without the lookup of an existing `dedupKey`.
+   */
+  readonly publishOnePlain: string
+  /** `publishMany` for messages none of which has a `dedupKey`, plain like {@link PostgresStatements.publishOnePlain}. */
+  readonly publishManyPlain: string
   /** $1 topics[], $2 limit, $3 lease ms, $4 max attempts. */
   readonly claim: string
   /**
@@ -234,6 +242,25 @@ UNION ALL SELECT NULL, '${POSTGRES_NOT_IN_TRANSACTION}', false FROM guard WHERE 
         : ''
     }`
   }
+  // No dedupKey, no ordering, no guard: a plain INSERT. Its WHERE names no column, so PostgreSQL
+  // tests it once per statement: the NOTIFY is queued once, however many rows.
+  const wake = `WHERE CASE WHEN $8::text <> '' THEN (SELECT true FROM (SELECT pg_notify($8::text, '')) AS wake) ELSE true END`
+  const plain = (
+    many: boolean,
+  ) => `INSERT INTO ${t} (id, topic, key, payload, headers, available_at, dedup_key)
+${
+  many
+    ? `SELECT id, topic, key, payload::jsonb, headers::jsonb, now() + delay_ms * interval '1 millisecond', dedup_key
+FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::float8[], $7::text[])
+  WITH ORDINALITY AS m(id, topic, key, payload, headers, delay_ms, dedup_key, ord)
+${wake}
+ORDER BY ord`
+    : `SELECT $1::uuid, $2::text, $3::text, $4::text::jsonb, $5::text::jsonb, now() + $6::float8 * interval '1 millisecond', $7::text
+${wake}`
+}
+RETURNING id::text AS id, NULL::text AS dedup_key, true AS inserted`
+  const publishOnePlain = plain(false)
+  const publishManyPlain = plain(true)
   const publishOne = publish(false, false)
   const publishMany = publish(true, false)
   const publishOneGuarded = publish(false, true)
@@ -353,6 +380,8 @@ ORDER BY h.key LIMIT $4`
     migrate,
     publishOne,
     publishMany,
+    publishOnePlain,
+    publishManyPlain,
     publishOneGuarded,
     publishManyGuarded,
     claim,
