@@ -69,7 +69,8 @@ export type PublishVariant =
   | 'pjs-outboxkit-notify'
   | 'pjs-outboxkit-no-notify'
   | 'proto-gated-hot'
-  | 'proto-named-no-notify'
+  | 'ref-extra-select'
+  | 'ref-second-row'
   | 'proto-raw-no-notify'
 
 /** The consumers of the latency scenario. */

@@ -70,13 +70,12 @@ async function pgSteps(
             await client.query(st.text, st.values)
             break
           }
-          case 'proto-named-no-notify': {
-            // Core's statement as a named prepared statement (parsed and planned once per connection).
-            const prepared = await prepareMessages(outbox, [{ topic: TOPIC, payload }], 'pg')
-            const st = postgresPublishStatement(outbox, prepared)
-            await client.query({ name: 'proto_publish_one', text: st.text, values: st.values })
+          case 'ref-extra-select':
+            await client.query('SELECT 1')
             break
-          }
+          case 'ref-second-row':
+            await client.query(ORDER_INSERT, [randomUUID(), `customer-${seq % 1000}`, 42.5])
+            break
           case 'proto-gated-hot': {
             const prepared = await prepareMessages(outbox, [{ topic: TOPIC, payload }], 'pg')
             await client.query(gated!, postgresPublishStatement(outbox, prepared).values)

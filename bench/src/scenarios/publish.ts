@@ -31,8 +31,15 @@ export const PUBLISH_VARIANTS: { variant: PublishVariant; label: string; baselin
     baseline: 'business-only',
   },
   {
-    variant: 'proto-named-no-notify',
-    label: 'prototype (not core): publish as a named prepared statement, notify: false (pg)',
+    variant: 'ref-extra-select',
+    label:
+      'reference: business transaction plus one `SELECT 1` (the cost of one more round trip, nothing written)',
+    baseline: 'business-only',
+  },
+  {
+    variant: 'ref-second-row',
+    label:
+      'reference: business transaction plus a second order row (one more round trip and one more row: the floor for any separate INSERT)',
     baseline: 'business-only',
   },
   {
