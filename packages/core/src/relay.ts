@@ -63,17 +63,17 @@ export interface RelayOptions<O extends Outbox<any>> {
    * Concurrency slots: the most messages this relay holds at once, from claim until their outcome
    * is written (or, with `maxPendingOutcomes`, until their handler returns). The relay never
    * claims more rows than it has free slots, so this also bounds the handlers running at once, the
-   * relay's memory and the messages delivered again if the process dies. Default 400 (twice
+   * relay's memory and the messages delivered again if the process dies. Default 1 000 (twice
    * `batchSize`: while a backlog lasts, a second claim runs while the first is in flight or its
-   * batch is settled): lower it for handlers that call a rate-limited service
-   * (docs/performance.md#defaults).
+   * batch is settled): lower it for handlers that call a rate-limited service, and remember it
+   * multiplies by the number of relays (docs/performance.md#defaults).
    */
   concurrency?: number
   /**
    * Most rows per claim statement. While slots are busy the relay waits (at most 20 ms) until
    * half a batch of them is free instead of claiming a few rows at a time. While the last claim
    * came back full (a backlog), the next one goes out without waiting for those in flight, as many
-   * as the free slots allow (`concurrency / batchSize`); otherwise one at a time. Default 200.
+   * as the free slots allow (`concurrency / batchSize`); otherwise one at a time. Default 500.
    */
   batchSize?: number
   /**
@@ -296,9 +296,9 @@ const SMALL_CLAIM_WAIT_MS = 20
 /** The headers of a message published without any. */
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
 /** Default `concurrency` (docs/performance.md#defaults). */
-const DEFAULT_CONCURRENCY = 400
+const DEFAULT_CONCURRENCY = 1_000
 /** Default `batchSize`. */
-const DEFAULT_BATCH_SIZE = 200
+const DEFAULT_BATCH_SIZE = 500
 
 /**
  * Creates a relay: the background worker that claims due messages, runs their handler outside

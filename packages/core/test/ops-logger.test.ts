@@ -62,7 +62,7 @@ describe('relay logger', () => {
     expect(log.entries[0]!.fields).toMatchObject({
       table: outbox.table.display,
       topics: ['t'],
-      concurrency: 400, // the default
+      concurrency: 1_000, // the default
     })
   })
 
