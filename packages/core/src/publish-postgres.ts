@@ -45,15 +45,17 @@ export function postgresPublishStatement(
     for (const m of messages) if (outbox.orderedTopics.has(m.topic)) orderedTopics.add(m.topic)
   }
   const ordered = orderedTopics.size > 0
-  // Without a dedupKey, ordering or guard (the common publish), a plain INSERT with the same
-  // parameters and rows: no ON CONFLICT to pay for.
-  const plain = !ordered && !guarded && messages.every((m) => m.dedupKey === null)
+  // Without a dedupKey (the common publish) and not ordered: no ON CONFLICT to pay for, and no
+  // lookup of an existing dedupKey; the same parameters and rows.
+  const plain = !ordered && messages.every((m) => m.dedupKey === null)
   const suffix = `${ordered ? '_ordered' : ''}${guarded ? '_guarded' : ''}${plain ? '_plain' : ''}`
   if (messages.length === 1) {
     const m = messages[0]!
     return {
       text: plain
-        ? sql.publishOnePlain
+        ? guarded
+          ? sql.publishOneGuardedPlain
+          : sql.publishOnePlain
         : ordered
           ? guarded
             ? sql.publishOneOrderedGuarded
@@ -85,7 +87,13 @@ export function postgresPublishStatement(
     }
   }
   return {
-    text: plain ? sql.publishManyPlain : guarded ? sql.publishManyGuarded : sql.publishMany,
+    text: plain
+      ? guarded
+        ? sql.publishManyGuardedPlain
+        : sql.publishManyPlain
+      : guarded
+        ? sql.publishManyGuarded
+        : sql.publishMany,
     values: [...cols, channel],
     name: `outboxkit_publish_many${suffix}`,
   }

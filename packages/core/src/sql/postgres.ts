@@ -66,6 +66,10 @@ export interface PostgresStatements {
   readonly publishOnePlain: string
   /** `publishMany` for messages none of which has a `dedupKey`, plain like {@link PostgresStatements.publishOnePlain}. */
   readonly publishManyPlain: string
+  /** `publishOneGuarded` for a message without a `dedupKey`: no `ON CONFLICT`, no lookup of an existing `dedupKey`. */
+  readonly publishOneGuardedPlain: string
+  /** `publishManyGuarded` for messages none of which has a `dedupKey`, like {@link PostgresStatements.publishOneGuardedPlain}. */
+  readonly publishManyGuardedPlain: string
   /** $1 topics[], $2 limit, $3 lease ms, $4 max attempts. */
   readonly claim: string
   /**
@@ -186,7 +190,7 @@ export function postgresStatements(table: TableRef): PostgresStatements {
   // they commit (the lock is released at commit); see docs/ordering.md.
   const keyLock = (key: string) => `hashtextextended(${literal(`outboxkit:key:${cacheKey}:`)} || ${key}, 0)`
   const nextSeq = `nextval(${literal(sequence)}::regclass)`
-  const publish = (many: boolean, guarded: boolean, ordered = false) => {
+  const publish = (many: boolean, guarded: boolean, ordered = false, dedup = true) => {
     // Guarded: write only when the transaction marker (POSTGRES_TRANSACTION_MARKER, sent just
     // before on the same connection) is still set, i.e. the marker's transaction still runs.
     const ok = guarded ? 'guard.ok' : 'true'
@@ -226,16 +230,14 @@ export function postgresStatements(table: TableRef): PostgresStatements {
       : `SELECT $1::uuid, $2::text, $3::text, $4::text::jsonb, $5::text::jsonb, now() + $6::float8 * interval '1 millisecond', $7::text${seqValue}${
           ordered ? ` FROM lk${guarded ? ', guard' : ''}` : from
         }${guarded ? ' WHERE guard.ok' : ''}`
-  }
-  ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL DO NOTHING
+  }${dedup ? '\n  ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL DO NOTHING' : ''}
   RETURNING id
 )`,
     ].filter(Boolean)
     const existing = many ? 'dedup_key = ANY($7::text[])' : '$7::text IS NOT NULL AND dedup_key = $7::text'
     return `WITH ${ctes.join(', ')}
 SELECT id::text AS id, NULL::text AS dedup_key, true AS inserted FROM ins
-UNION ALL SELECT o.id::text, o.dedup_key, false FROM ${t} AS o${guarded ? ', guard' : ''} WHERE ${ok} AND ${existing.replaceAll('dedup_key =', 'o.dedup_key =')}
-UNION ALL SELECT NULL, NULL, NULL${from} WHERE CASE WHEN ${ok} AND $8::text <> '' THEN (SELECT true FROM (SELECT pg_notify($8::text, '')) AS wake) ELSE false END${
+${dedup ? `UNION ALL SELECT o.id::text, o.dedup_key, false FROM ${t} AS o${guarded ? ', guard' : ''} WHERE ${ok} AND ${existing.replaceAll('dedup_key =', 'o.dedup_key =')}\n` : ''}UNION ALL SELECT NULL, NULL, NULL${from} WHERE CASE WHEN ${ok} AND $8::text <> '' THEN (SELECT true FROM (SELECT pg_notify($8::text, '')) AS wake) ELSE false END${
       guarded
         ? `
 UNION ALL SELECT NULL, '${POSTGRES_NOT_IN_TRANSACTION}', false FROM guard WHERE NOT guard.ok`
@@ -264,6 +266,8 @@ RETURNING id::text AS id, NULL::text AS dedup_key, true AS inserted`
   const publishOne = publish(false, false)
   const publishMany = publish(true, false)
   const publishOneGuarded = publish(false, true)
+  const publishOneGuardedPlain = publish(false, true, false, false)
+  const publishManyGuardedPlain = publish(true, true, false, false)
   const publishManyGuarded = publish(true, true)
   const publishOneOrdered = publish(false, false, true)
   const publishManyOrdered = publish(true, false, true)
@@ -382,6 +386,8 @@ ORDER BY h.key LIMIT $4`
     publishMany,
     publishOnePlain,
     publishManyPlain,
+    publishOneGuardedPlain,
+    publishManyGuardedPlain,
     publishOneGuarded,
     publishManyGuarded,
     claim,
