@@ -51,49 +51,44 @@ function watchClaims(inner: OutboxBackend): ClaimWatch {
 describe('overlapping claims', () => {
   const h = useHarness('postgres')
 
-  test('with a backlog, the next claims go out while one is in flight, within the free slots', async () => {
-    const outbox = await h.outbox('claims_backlog')
+  /** A relay with 20 slots and 5-row claims, its claims watched, counting the messages handled. */
+  async function watchedRelay(name: string, pollIntervalMs: number) {
+    const outbox = await h.outbox(name)
     const watch = watchClaims(h.backend())
-    let handled = 0
+    const counter = { handled: 0 }
     const relay = h.relay(outbox, {
       backend: watch.backend,
-      handlers: { t: () => void handled++ },
+      handlers: { t: () => void counter.handled++ },
       concurrency: 20,
       batchSize: 5,
-      pollIntervalMs: 50,
+      pollIntervalMs,
       notify: false,
     })
     watch.attach(relay)
+    return { outbox, watch, relay, counter }
+  }
+
+  test('with a backlog, the next claims go out while one is in flight, within the free slots', async () => {
+    const { outbox, watch, relay, counter } = await watchedRelay('claims_backlog', 50)
     await h.publish(outbox, messages(200))
     await relay.start()
-    await waitFor(async () => handled >= 200 && (await h.count(outbox)) === 0, { what: 'the drain' })
+    await waitFor(async () => counter.handled >= 200 && (await h.count(outbox)) === 0, { what: 'the drain' })
     expect(watch.maxInFlight).toBeGreaterThanOrEqual(2)
     expect(watch.maxInFlight).toBeLessThanOrEqual(4) // 20 slots / 5 rows per claim
     expect(Math.max(...watch.promised)).toBeLessThanOrEqual(20)
-    expect(handled).toBe(200)
+    expect(counter.handled).toBe(200)
   })
 
   test('without a backlog (claims come back short), one claim at a time', async () => {
-    const outbox = await h.outbox('claims_trickle')
-    const watch = watchClaims(h.backend())
-    let handled = 0
-    const relay = h.relay(outbox, {
-      backend: watch.backend,
-      handlers: { t: () => void handled++ },
-      concurrency: 20,
-      batchSize: 5,
-      pollIntervalMs: 20,
-      notify: false,
-    })
-    watch.attach(relay)
+    const { outbox, watch, relay, counter } = await watchedRelay('claims_trickle', 20)
     await relay.start()
     for (let i = 0; i < 5; i++) {
       await h.publish(outbox, messages(3))
-      await waitFor(() => handled >= 3 * (i + 1), { what: `batch ${i + 1} handled` })
+      await waitFor(() => counter.handled >= 3 * (i + 1), { what: `batch ${i + 1} handled` })
     }
     await observeFor(200) // idle polls
     expect(watch.claims).toBeGreaterThan(5)
     expect(watch.maxInFlight).toBe(1)
-    expect(handled).toBe(15)
+    expect(counter.handled).toBe(15)
   })
 })
