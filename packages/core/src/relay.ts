@@ -73,7 +73,8 @@ export interface RelayOptions<O extends Outbox<any>> {
    * Most rows per claim statement. While slots are busy the relay waits (at most 20 ms) until
    * half a batch of them is free instead of claiming a few rows at a time. While the last claim
    * came back full (a backlog), the next one goes out without waiting for those in flight, as many
-   * as the free slots allow (`concurrency / batchSize`); otherwise one at a time. Default 500.
+   * as the free slots allow (`concurrency / batchSize`); otherwise, and for a relay that handles
+   * an ordered topic, one at a time. Default 500.
    */
   batchSize?: number
   /**
@@ -475,8 +476,11 @@ export function createRelay<O extends Outbox<any>>(outbox: O, options: RelayOpti
 
   function pump() {
     // Another claim while one is in flight only when the last came back full (a backlog) and
-    // claims work; the slots reserved by the claims in flight bound how many overlap.
-    while (running && claimWanted && (claimsInFlight === 0 || (backlog && claimErrors === 0))) {
+    // claims work; the slots reserved by the claims in flight bound how many overlap. Not for
+    // ordered topics: only each key's head is claimable, the claim in flight holds them, and a
+    // second claim would walk the whole backlog for heads that are not there.
+    const overlap = backlog && claimErrors === 0 && !ordering
+    while (running && claimWanted && (claimsInFlight === 0 || overlap)) {
       if (!claimOnce()) return
     }
   }

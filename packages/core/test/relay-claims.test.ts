@@ -52,8 +52,8 @@ describe('overlapping claims', () => {
   const h = useHarness('postgres')
 
   /** A relay with 20 slots and 5-row claims, its claims watched, counting the messages handled. */
-  async function watchedRelay(name: string, pollIntervalMs: number) {
-    const outbox = await h.outbox(name)
+  async function watchedRelay(name: string, pollIntervalMs: number, orderedTopics: string[] = []) {
+    const outbox = await h.outbox(name, { orderedTopics })
     const watch = watchClaims(h.backend())
     const counter = { handled: 0 }
     const relay = h.relay(outbox, {
@@ -90,5 +90,18 @@ describe('overlapping claims', () => {
     expect(watch.claims).toBeGreaterThan(5)
     expect(watch.maxInFlight).toBe(1)
     expect(counter.handled).toBe(15)
+  })
+
+  test('a relay of an ordered topic claims one batch at a time, even with a backlog', async () => {
+    const { outbox, watch, relay, counter } = await watchedRelay('claims_ordered', 50, ['t'])
+    // 200 keys: every message is its key's head, so every claim comes back full.
+    await h.publish(
+      outbox,
+      messages(200).map((m, i) => ({ ...m, key: `k${i}` })),
+    )
+    await relay.start()
+    await waitFor(async () => counter.handled >= 200 && (await h.count(outbox)) === 0, { what: 'the drain' })
+    expect(watch.claims).toBeGreaterThanOrEqual(40) // 200 rows / 5 per claim
+    expect(watch.maxInFlight).toBe(1)
   })
 })
