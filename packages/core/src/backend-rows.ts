@@ -1,6 +1,6 @@
-import type { BlockedKeyRow, DeadRow, OutboxState, StatsRow } from './backend.js'
+import type { BlockedKeyRow, ClaimedRow, DeadRow, OutboxState, StatsRow } from './backend.js'
 
-// The admin statements of the PostgreSQL and SQLite backends return the same snake_case columns;
+// The claim and admin statements of the PostgreSQL and SQLite backends return the same snake_case columns;
 // these turn one of their rows into the protocol's shape.
 
 /** A row of a `stats` statement as a {@link StatsRow}. */
@@ -45,4 +45,24 @@ export function blockedKeyRowFrom(r: Record<string, unknown>): BlockedKeyRow {
     headCreatedAtMs: Number(r.created_ms),
     waiting: Number(r.waiting),
   }
+}
+
+/**
+ * A row of a claim statement as a {@link ClaimedRow}. `ordered` comes back as a boolean from
+ * PostgreSQL drivers (`true`, or `'t'` as text) and as `1` from SQLite.
+ */
+export function claimedRowFrom(r: Record<string, unknown>): ClaimedRow {
+  const row: { -readonly [K in keyof ClaimedRow]: ClaimedRow[K] } = {
+    id: r.id as string,
+    topic: r.topic as string,
+    key: (r.key as string | null) ?? null,
+    payload: r.payload as string,
+    headers: r.headers as string,
+    attempts: Number(r.attempts),
+    createdAtMs: Number(r.created_ms),
+    state: r.state as 'processing' | 'dead',
+    lastError: (r.last_error as string | null) ?? null,
+  }
+  if (r.ordered === true || r.ordered === 't' || r.ordered === 1) row.ordered = true
+  return row
 }

@@ -113,8 +113,10 @@ export {
 export {
   createPostgresPublisher,
   type PostgresPublisherSpec,
+  type Publisher,
   type PublishFn,
   type PublishManyFn,
+  routePublisher,
 } from './publisher.js'
 export {
   createRelay,

@@ -16,7 +16,7 @@ import type {
   WakeHandlers,
   WakeSubscription,
 } from './backend.js'
-import { blockedKeyRowFrom, deadRowFrom, statsRowFrom } from './backend-rows.js'
+import { blockedKeyRowFrom, claimedRowFrom, deadRowFrom, statsRowFrom } from './backend-rows.js'
 import type { Outbox } from './define-outbox.js'
 import { toOutboxError } from './errors.js'
 import { postgresStatements } from './sql/postgres.js'
@@ -102,22 +102,7 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
         req.ordering ? 'outboxkit_claim_ordered' : 'outboxkit_claim',
       )
       const claimed = new Array<ClaimedRow>(rows.length)
-      for (let i = 0; i < rows.length; i++) {
-        const r = rows[i]!
-        const row: { -readonly [K in keyof ClaimedRow]: ClaimedRow[K] } = {
-          id: r.id as string,
-          topic: r.topic as string,
-          key: (r.key as string | null) ?? null,
-          payload: r.payload as string,
-          headers: r.headers as string,
-          attempts: Number(r.attempts),
-          createdAtMs: Number(r.created_ms),
-          state: r.state as 'processing' | 'dead',
-          lastError: (r.last_error as string | null) ?? null,
-        }
-        if (r.ordered === true || r.ordered === 't') row.ordered = true
-        claimed[i] = row
-      }
+      for (let i = 0; i < rows.length; i++) claimed[i] = claimedRowFrom(rows[i]!)
       return claimed
     },
     async settle(req: SettleRequest): Promise<string[]> {

@@ -47,6 +47,42 @@ export type PublishManyFn<TTx> = <O extends Outbox<any>>(
   messages: readonly PublishMessage<O>[],
 ) => Promise<PublishResult[]>
 
+/** The `publish` and `publishMany` pair an adapter exports. */
+export interface Publisher<TTx> {
+  publish: PublishFn<TTx>
+  publishMany: PublishManyFn<TTx>
+}
+
+/**
+ * `publish` and `publishMany` that pick, on every call, the publisher for the transaction handle
+ * they are given: for adapters that serve several dialects (the ORM adapters choose by the
+ * handle's dialect). The choice is synchronous, so a synchronous publisher (SQLite) still writes
+ * before the call returns; a choice that throws (an `OutboxError` for an unsupported dialect)
+ * becomes the returned promise's rejection.
+ */
+export function routePublisher<TTx>(publisherFor: (tx: TTx) => Publisher<TTx>): Publisher<TTx> {
+  return {
+    publish: (outbox, tx, message) => {
+      let publisher: Publisher<TTx>
+      try {
+        publisher = publisherFor(tx)
+      } catch (err) {
+        return Promise.reject(err)
+      }
+      return publisher.publish(outbox, tx, message)
+    },
+    publishMany: (outbox, tx, messages) => {
+      let publisher: Publisher<TTx>
+      try {
+        publisher = publisherFor(tx)
+      } catch (err) {
+        return Promise.reject(err)
+      }
+      return publisher.publishMany(outbox, tx, messages)
+    },
+  }
+}
+
 /**
  * Builds an adapter's `publish` and `publishMany` for PostgreSQL: validate the outbox and the
  * messages, check the handle is an open transaction, then write every message (and the relay's

@@ -16,7 +16,7 @@ import type {
   WakeHandlers,
   WakeSubscription,
 } from './backend.js'
-import { blockedKeyRowFrom, deadRowFrom, statsRowFrom } from './backend-rows.js'
+import { blockedKeyRowFrom, claimedRowFrom, deadRowFrom, statsRowFrom } from './backend-rows.js'
 import type { Outbox } from './define-outbox.js'
 import { OutboxError, toOutboxError } from './errors.js'
 import { bindSqlite, type SqliteSql, sqliteStatements } from './sql/sqlite.js'
@@ -179,18 +179,7 @@ export function createSqliteBackend(executor: SqliteExecutor): OutboxBackend {
         true,
       )
       if (rows === SKIPPED) return []
-      return rows.map((r) => ({
-        id: r.id as string,
-        topic: r.topic as string,
-        key: (r.key as string | null) ?? null,
-        payload: r.payload as string,
-        headers: r.headers as string,
-        attempts: Number(r.attempts),
-        createdAtMs: Number(r.created_ms),
-        state: r.state as 'processing' | 'dead',
-        lastError: (r.last_error as string | null) ?? null,
-        ...(r.ordered === 1 || r.ordered === true ? { ordered: true } : {}),
-      }))
+      return rows.map(claimedRowFrom)
     },
     async settle(req: SettleRequest): Promise<string[]> {
       if (req.settlements.length === 0) return []

@@ -4,8 +4,10 @@ import {
   createSqlitePublisher,
   type PostgresPublisherSpec,
   type PostgresPublishStatement,
+  type Publisher,
   type PublishFn,
   type PublishManyFn,
+  routePublisher,
 } from '@outboxkit/core'
 import { driverError } from './driver-error.js'
 import { transactionDialect } from './handle.js'
@@ -106,11 +108,9 @@ export function createDrizzlePublisher(mysqlCheck: MysqlTransactionCheck = 'auto
         return driverOfHandle(tx)?.guarded ? guarded : plain
     }
   }
-  return {
-    publish: (outbox, tx, message) => publisherFor(tx).publish(outbox, tx as DrizzleTransaction, message),
-    publishMany: (outbox, tx, messages) =>
-      publisherFor(tx).publishMany(outbox, tx as DrizzleTransaction, messages),
-  }
+  return routePublisher<AnyDrizzleTransaction>(
+    publisherFor as unknown as (tx: AnyDrizzleTransaction) => Publisher<AnyDrizzleTransaction>,
+  )
 }
 
 const publisher = createDrizzlePublisher()

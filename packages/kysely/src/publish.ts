@@ -1,4 +1,4 @@
-import type { PublishFn, PublishManyFn } from '@outboxkit/core'
+import { type PublishFn, type PublishManyFn, routePublisher } from '@outboxkit/core'
 import { type KyselyDialectName, kyselyDialect } from './dialect.js'
 import { mysqlPublisher } from './mysql.js'
 import { postgresPublisher } from './postgres.js'
@@ -21,6 +21,8 @@ const publishers: Readonly<
 function publisherFor(tx: unknown) {
   return claimsTransaction(tx) ? publishers[kyselyDialect(tx)] : postgresPublisher
 }
+
+const routed = routePublisher<KyselyTransaction>(publisherFor)
 
 /**
  * Publishes one message inside a Kysely transaction, so it commits or rolls back with your
@@ -47,15 +49,7 @@ function publisherFor(tx: unknown) {
  * than PostgreSQL, MySQL and SQLite; `INVALID_MESSAGE` for a bad message; `TIMEOUT` when the
  * server's statement timeout (or MySQL's lock wait timeout) fires; `DATABASE` otherwise.
  */
-export const publish: PublishFn<KyselyTransaction> = (outbox, tx, message) => {
-  let publisher: ReturnType<typeof publisherFor>
-  try {
-    publisher = publisherFor(tx)
-  } catch (err) {
-    return Promise.reject(err)
-  }
-  return publisher.publish(outbox, tx, message)
-}
+export const publish: PublishFn<KyselyTransaction> = routed.publish
 
 /**
  * Publishes several messages inside a Kysely transaction, all or nothing, results in the order
@@ -67,12 +61,4 @@ export const publish: PublishFn<KyselyTransaction> = (outbox, tx, message) => {
  * const [a, b] = await publishMany(outbox, trx, [msgA, msgB])
  * ```
  */
-export const publishMany: PublishManyFn<KyselyTransaction> = (outbox, tx, messages) => {
-  let publisher: ReturnType<typeof publisherFor>
-  try {
-    publisher = publisherFor(tx)
-  } catch (err) {
-    return Promise.reject(err)
-  }
-  return publisher.publishMany(outbox, tx, messages)
-}
+export const publishMany: PublishManyFn<KyselyTransaction> = routed.publishMany

@@ -1,4 +1,4 @@
-import type { PublishFn, PublishManyFn } from '@outboxkit/core'
+import { type PublishFn, type PublishManyFn, routePublisher } from '@outboxkit/core'
 import { mysqlPublisher } from './mysql-publisher.js'
 import { postgresPublisher } from './postgres-publisher.js'
 import { prismaDialect } from './prisma-dialect.js'
@@ -20,6 +20,8 @@ function publisherFor(tx: unknown) {
       return postgresPublisher
   }
 }
+
+const routed = routePublisher<PrismaTransactionClient>(publisherFor)
 
 /**
  * Publishes one message inside a Prisma interactive transaction, so the message commits or rolls
@@ -44,15 +46,7 @@ function publisherFor(tx: unknown) {
  * client of another provider (`cockroachdb`, `sqlserver`, `mongodb`); `TIMEOUT` when a statement
  * or lock timeout fires; `DATABASE` otherwise.
  */
-export const publish: PublishFn<PrismaTransactionClient> = (outbox, tx, message) => {
-  let publisher: ReturnType<typeof publisherFor>
-  try {
-    publisher = publisherFor(tx)
-  } catch (err) {
-    return Promise.reject(err)
-  }
-  return publisher.publish(outbox, tx, message)
-}
+export const publish: PublishFn<PrismaTransactionClient> = routed.publish
 
 /**
  * Publishes several messages inside a Prisma interactive transaction, all or nothing (one
@@ -65,12 +59,4 @@ export const publish: PublishFn<PrismaTransactionClient> = (outbox, tx, message)
  * const [a, b] = await prisma.$transaction((tx) => publishMany(outbox, tx, [msgA, msgB]))
  * ```
  */
-export const publishMany: PublishManyFn<PrismaTransactionClient> = (outbox, tx, messages) => {
-  let publisher: ReturnType<typeof publisherFor>
-  try {
-    publisher = publisherFor(tx)
-  } catch (err) {
-    return Promise.reject(err)
-  }
-  return publisher.publishMany(outbox, tx, messages)
-}
+export const publishMany: PublishManyFn<PrismaTransactionClient> = routed.publishMany

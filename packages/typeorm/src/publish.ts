@@ -5,6 +5,7 @@ import {
   MARIADB_TRANSACTION_GUARD,
   type PublishFn,
   type PublishManyFn,
+  routePublisher,
 } from '@outboxkit/core'
 import type { TypeormDialect } from './dialect.js'
 import { type MysqlTransaction, mysqlTransaction, runMysqlStatement } from './mysql-statement.js'
@@ -47,6 +48,8 @@ function publisherFor(tx: unknown) {
   return publishers[handleDialect(tx) ?? 'postgres']
 }
 
+const routed = routePublisher<TypeormTransaction>(publisherFor)
+
 /**
  * Publishes one message inside a TypeORM transaction, on the transaction's own connection, so
  * the message commits or rolls back with your transaction. Nested transactions (savepoints)
@@ -77,15 +80,7 @@ function publisherFor(tx: unknown) {
  * `mysql`, `mariadb` and `better-sqlite3`; `INVALID_MESSAGE` for a bad message; `TIMEOUT` when the
  * server's statement timeout (or MySQL's lock wait timeout) fires; `DATABASE` otherwise.
  */
-export const publish: PublishFn<TypeormTransaction> = (outbox, tx, message) => {
-  let publisher: ReturnType<typeof publisherFor>
-  try {
-    publisher = publisherFor(tx)
-  } catch (err) {
-    return Promise.reject(err)
-  }
-  return publisher.publish(outbox, tx, message)
-}
+export const publish: PublishFn<TypeormTransaction> = routed.publish
 
 /**
  * Publishes several messages inside a TypeORM transaction, all or nothing, results in the order
@@ -97,12 +92,4 @@ export const publish: PublishFn<TypeormTransaction> = (outbox, tx, message) => {
  * const [a, b] = await publishMany(outbox, manager, [msgA, msgB])
  * ```
  */
-export const publishMany: PublishManyFn<TypeormTransaction> = (outbox, tx, messages) => {
-  let publisher: ReturnType<typeof publisherFor>
-  try {
-    publisher = publisherFor(tx)
-  } catch (err) {
-    return Promise.reject(err)
-  }
-  return publisher.publishMany(outbox, tx, messages)
-}
+export const publishMany: PublishManyFn<TypeormTransaction> = routed.publishMany
