@@ -4,11 +4,15 @@ import { defineConfig } from 'vitest/config'
 
 // Tests run against each package's source, so `pnpm test` needs no build step.
 const packagesDir = fileURLToPath(new URL('./packages/', import.meta.url))
-const alias = Object.fromEntries(
-  readdirSync(packagesDir)
-    .filter((d) => existsSync(`${packagesDir}${d}/src/index.ts`))
-    .map((d) => [`@outboxkit/${d}`, `${packagesDir}${d}/src/index.ts`]),
-)
+// Each package's entry points by exact name: '@outboxkit/core' and its '@outboxkit/core/adapter' subpath.
+const alias = readdirSync(packagesDir)
+  .filter((d) => existsSync(`${packagesDir}${d}/src/index.ts`))
+  .flatMap((d) => [
+    { find: new RegExp(`^@outboxkit/${d}$`), replacement: `${packagesDir}${d}/src/index.ts` },
+    ...(existsSync(`${packagesDir}${d}/src/adapter.ts`)
+      ? [{ find: new RegExp(`^@outboxkit/${d}/adapter$`), replacement: `${packagesDir}${d}/src/adapter.ts` }]
+      : []),
+  ])
 
 export default defineConfig({
   resolve: { alias },

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url'
-import { parseTableName, postgresStatements, statementName } from '@outboxkit/core'
+import { parseTableName, postgresStatements, statementName } from '@outboxkit/core/adapter'
 import pg from 'pg'
 import { bundle } from '../bundle.js'
 import { runChild } from '../child-runner.js'

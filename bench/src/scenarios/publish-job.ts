@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { defineOutbox, postgresPublishStatement, prepareMessages } from '@outboxkit/core'
+import { defineOutbox } from '@outboxkit/core'
+import { postgresPublishStatement, prepareMessages } from '@outboxkit/core/adapter'
 import { publish } from '@outboxkit/pg'
 import pg from 'pg'
 import type { Job } from '../jobs.js'

@@ -1,12 +1,12 @@
 import { resolve as resolvePath } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { OutboxDialect } from '@outboxkit/core'
 import { UsageError } from './usage.js'
 
-/** The databases the CLI works on. MySQL covers MariaDB. */
-export type Dialect = 'postgres' | 'mysql' | 'sqlite'
+export type { OutboxDialect }
 
-/** Every {@link Dialect}, in the order of the help. */
-export const DIALECTS: readonly Dialect[] = ['postgres', 'mysql', 'sqlite']
+/** Every {@link OutboxDialect}, in the order of the help. */
+export const DIALECTS: readonly OutboxDialect[] = ['postgres', 'mysql', 'sqlite']
 
 /** What `DATABASE_URL` names: the backend to open, and how to reach it. */
 export type DatabaseTarget =
@@ -23,7 +23,7 @@ export const ACCEPTED_SCHEMES =
 
 const SCHEME = /^([a-z][a-z0-9+.-]*):/i
 
-const DIALECT_OF_SCHEME: Readonly<Record<string, Dialect>> = {
+const DIALECT_OF_SCHEME: Readonly<Record<string, OutboxDialect>> = {
   postgres: 'postgres',
   postgresql: 'postgres',
   mysql: 'mysql',
@@ -33,11 +33,11 @@ const DIALECT_OF_SCHEME: Readonly<Record<string, Dialect>> = {
 }
 
 /**
- * The {@link Dialect} of `url`, from its scheme alone. Never echoes the URL (it may hold a password).
+ * The {@link OutboxDialect} of `url`, from its scheme alone. Never echoes the URL (it may hold a password).
  *
  * @throws UsageError when the scheme is missing or not one of {@link ACCEPTED_SCHEMES}.
  */
-export function dialectOfUrl(url: string, command: string): Dialect {
+export function dialectOfUrl(url: string, command: string): OutboxDialect {
   const scheme = SCHEME.exec(url)?.[1]?.toLowerCase()
   if (scheme === undefined) {
     throw new UsageError(

@@ -4,15 +4,8 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { testDatabaseUrl, testMysqlUri, uniqueTableName } from '@outboxkit/conformance'
-import {
-  defineOutbox,
-  mysqlOutboxDdl,
-  type Outbox,
-  outboxDdl,
-  type PublishMessage,
-  SQLITE_NOW_MS,
-  sqliteOutboxDdl,
-} from '@outboxkit/core'
+import { defineOutbox, type Outbox, outboxDdl, type PublishMessage } from '@outboxkit/core'
+import { mysqlOutboxDdl, SQLITE_NOW_MS, sqliteOutboxDdl } from '@outboxkit/core/adapter'
 import { publishMany as mysqlPublishMany } from '@outboxkit/mysql'
 import { publishMany as pgPublishMany } from '@outboxkit/pg'
 import { type SqliteDatabase, publishMany as sqlitePublishMany } from '@outboxkit/sqlite'

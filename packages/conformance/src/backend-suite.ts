@@ -1,7 +1,7 @@
 import { defineOutbox, migrate, type Outbox, type OutboxBackend } from '@outboxkit/core'
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { uniqueTableName, waitFor } from './database.js'
-import { type Dialect, type IndexInfo, type OutboxSql, outboxSql } from './dialect-sql.js'
+import { type IndexInfo, type OutboxDialect, type OutboxSql, outboxSql } from './dialect-sql.js'
 
 /** What a backend's test file gives {@link runBackendConformance}. */
 export interface BackendHarness {
@@ -14,7 +14,7 @@ export interface BackendHarness {
 /** The backend under test and how the suite looks at its database. */
 export interface BackendContext {
   /** The database's SQL dialect: how the suite writes its raw SQL. Default `'postgres'`. */
-  dialect?: Dialect
+  dialect?: OutboxDialect
   /** Creates a fresh backend instance (called for each simulated relay). */
   backend(): OutboxBackend
   /**
@@ -43,7 +43,7 @@ export function runBackendConformance(harness: BackendHarness): void {
   describe(`backend conformance: ${harness.name}`, () => {
     let ctx: BackendContext
     let sql: OutboxSql
-    let dialect: Dialect
+    let dialect: OutboxDialect
     let backend: OutboxBackend
     let outbox: Outbox
     let table: string
@@ -345,7 +345,7 @@ export function runBackendConformance(harness: BackendHarness): void {
  * partial too. MySQL (no partial indexes): the same on generated columns derived from
  * `available_at` (NULL for terminal rows) and from `dedup_key` (e.g. a hash).
  */
-function expectOutboxIndexes(dialect: Dialect, indexes: IndexInfo[]): void {
+function expectOutboxIndexes(dialect: OutboxDialect, indexes: IndexInfo[]): void {
   if (dialect === 'postgres') {
     const defs = indexes.map((i) => i.definition ?? '')
     expect(defs.some((d) => /\(available_at, id\) WHERE/.test(d) && /pending/.test(d))).toBe(true)

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto'
 
-/** The SQL dialects outboxkit supports. */
-export type Dialect = 'postgres' | 'mysql' | 'sqlite'
+import type { OutboxDialect } from '@outboxkit/core'
+
+export type { OutboxDialect }
 
 /** Every dialect, in matrix order. */
-export const ALL_DIALECTS: readonly Dialect[] = ['postgres', 'mysql', 'sqlite']
+export const ALL_DIALECTS: readonly OutboxDialect[] = ['postgres', 'mysql', 'sqlite']
 
 /** Raw SQL written for one dialect (its own placeholders), returning plain rows. */
 export type InspectFn = (text: string, params?: unknown[]) => Promise<Record<string, unknown>[]>
@@ -96,7 +97,7 @@ export interface IndexInfo {
  * dialect. Every method runs through the given inspector, never through the code under test.
  */
 export interface OutboxSql {
-  readonly dialect: Dialect
+  readonly dialect: OutboxDialect
   /** The `n`-th (1-based) positional placeholder: `$n` on PostgreSQL, `?` elsewhere. */
   param(n: number): string
   /** An identifier quoted for the dialect (`"x"`, or `` `x` `` on MySQL). */
@@ -127,7 +128,7 @@ const SQLITE_NOW_MS = `CAST(ROUND((julianday('now') - 2440587.5) * 86400000) AS 
 const mysqlEpochUs = (col: string) => `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${col})`
 
 interface DialectParts {
-  dialect: Dialect
+  dialect: OutboxDialect
   param(n: number): string
   ident(name: string): string
   /** SELECT list of {@link OutboxRowRead} (without FROM). */
@@ -247,7 +248,7 @@ const sqlite: DialectParts = {
   availableAtOf: (t, p) => `(SELECT available_at FROM ${t} WHERE id = ${p})`,
 }
 
-const PARTS: Record<Dialect, DialectParts> = { postgres, mysql, sqlite }
+const PARTS: Record<OutboxDialect, DialectParts> = { postgres, mysql, sqlite }
 
 const num = (v: unknown): number => (typeof v === 'bigint' ? Number(v) : Number(v))
 
@@ -270,9 +271,9 @@ function normalizeRow(r: Record<string, unknown>): OutboxRowRead {
 }
 
 /** Validates a dialect name (a typo in a matrix must fail loudly, not run nothing). */
-export function assertDialect(value: unknown): Dialect {
+export function assertDialect(value: unknown): OutboxDialect {
   if (typeof value === 'string' && (ALL_DIALECTS as readonly string[]).includes(value))
-    return value as Dialect
+    return value as OutboxDialect
   throw new Error(
     `[outboxkit] [conformance] unknown dialect ${JSON.stringify(value)}: use one of ${ALL_DIALECTS.join(', ')}`,
   )
@@ -282,7 +283,7 @@ export function assertDialect(value: unknown): Dialect {
  * The raw SQL of the suites for `dialect`, run through `inspect` (SQL written for that dialect,
  * with its own placeholders). Table names are the plain unquoted test names.
  */
-export function outboxSql(dialect: Dialect, inspect: InspectFn): OutboxSql {
+export function outboxSql(dialect: OutboxDialect, inspect: InspectFn): OutboxSql {
   const d = PARTS[assertDialect(dialect)]
   const q = d.ident
   const where = (filter: RowFilter = {}) => {

@@ -12,9 +12,9 @@ export {
 export {
   ALL_DIALECTS,
   assertDialect,
-  type Dialect,
   type IndexInfo,
   type InspectFn,
+  type OutboxDialect,
   type OutboxRowRead,
   type OutboxSql,
   outboxSql,

@@ -1,14 +1,14 @@
-import { ALL_DIALECTS, assertDialect, type Dialect } from './dialect-sql.js'
+import { ALL_DIALECTS, assertDialect, type OutboxDialect } from './dialect-sql.js'
 
 /**
  * The backend matrix of the tests, like Kysely's `DIALECTS`: the comma-separated dialects of the
  * `OUTBOXKIT_DIALECTS` environment variable (e.g. `postgres,sqlite`), else all three. An unknown
  * name throws, so a typo cannot silently run nothing.
  */
-export const DIALECTS: readonly Dialect[] = parseDialects(process.env.OUTBOXKIT_DIALECTS)
+export const DIALECTS: readonly OutboxDialect[] = parseDialects(process.env.OUTBOXKIT_DIALECTS)
 
 /** Parses an `OUTBOXKIT_DIALECTS` value (exported for tests of the matrix itself). */
-export function parseDialects(value: string | undefined): readonly Dialect[] {
+export function parseDialects(value: string | undefined): readonly OutboxDialect[] {
   if (value === undefined || value.trim() === '') return ALL_DIALECTS
   const names = value
     .split(',')

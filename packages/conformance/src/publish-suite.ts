@@ -11,7 +11,7 @@ import {
 } from '@outboxkit/core'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { uniqueTableName, waitFor } from './database.js'
-import { type Dialect, type OutboxSql, outboxSql } from './dialect-sql.js'
+import { type OutboxDialect, type OutboxSql, outboxSql } from './dialect-sql.js'
 
 /** A handle `publish` must refuse, with a label for the test name. */
 export interface RefusedHandle {
@@ -34,7 +34,7 @@ export interface PublishHarness<TTx> {
 /** The library-specific operations the suite drives. */
 export interface PublishContext<TTx> {
   /** The database's SQL dialect: how the suite writes its raw SQL. Default `'postgres'`. */
-  dialect?: Dialect
+  dialect?: OutboxDialect
   /** Backend used to migrate the table and run a relay for delivery checks. */
   backend: OutboxBackend
   /**

@@ -3,13 +3,14 @@
 import { rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { defineOutbox, mysqlOutboxDdl, outboxDdl, sqliteOutboxDdl } from '@outboxkit/core'
+import { defineOutbox, outboxDdl } from '@outboxkit/core'
+import { mysqlOutboxDdl, sqliteOutboxDdl } from '@outboxkit/core/adapter'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import {
   DIALECTS,
-  type Dialect,
   type Inspector,
   mysqlInspector,
+  type OutboxDialect,
   type OutboxSql,
   outboxSql,
   parseDialects,
@@ -33,7 +34,7 @@ describe('parseDialects (OUTBOXKIT_DIALECTS)', () => {
   })
 })
 
-describe.each(DIALECTS)('outboxSql on %s', (dialect: Dialect) => {
+describe.each(DIALECTS)('outboxSql on %s', (dialect: OutboxDialect) => {
   const table = uniqueTableName(`sql_${dialect}`)
   const outbox = defineOutbox({ table })
   const file = join(tmpdir(), `outboxkit-conformance-${process.pid}-${Date.now()}.db`)

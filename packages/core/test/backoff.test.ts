@@ -1,4 +1,5 @@
-import { backoffDelay, isOutboxError, Retry, resolveRetryPolicy } from '@outboxkit/core'
+import { isOutboxError, Retry } from '@outboxkit/core'
+import { backoffDelay, resolveRetryPolicy } from '@outboxkit/core/adapter'
 import { describe, expect, test } from 'vitest'
 
 describe('backoffDelay', () => {

@@ -5,13 +5,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 // The lease heartbeat, run on every database of the matrix (DIALECTS).
 import { DIALECTS, waitFor } from '@outboxkit/conformance'
-import {
-  createRelay,
-  type ExtendLeaseRequest,
-  isOutboxError,
-  type Outbox,
-  type OutboxBackend,
-} from '@outboxkit/core'
+import { createRelay, isOutboxError, type Outbox, type OutboxBackend } from '@outboxkit/core'
+import type { ExtendLeaseRequest } from '@outboxkit/core/adapter'
 import { describe, expect, test } from 'vitest'
 import { deferred, nextEvent, observeFor, useHarness } from './support/harness.js'
 

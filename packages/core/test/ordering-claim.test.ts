@@ -2,7 +2,6 @@ import { PGlite } from '@electric-sql/pglite'
 import { waitFor } from '@outboxkit/conformance'
 import {
   Cancel,
-  type ClaimRequest,
   createRelay,
   defineOutbox,
   discard,
@@ -14,6 +13,7 @@ import {
   Retry,
   redrive,
 } from '@outboxkit/core'
+import type { ClaimRequest } from '@outboxkit/core/adapter'
 import { pgliteBackend, publishMany as pglitePublishMany } from '@outboxkit/pglite'
 import { afterAll, afterEach, describe, expect, test } from 'vitest'
 import { Harness, observeFor, tableSql } from './support/harness.js'

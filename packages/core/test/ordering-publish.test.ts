@@ -1,13 +1,11 @@
 import { waitFor } from '@outboxkit/conformance'
+import { defineOutbox, isOutboxError, type Outbox } from '@outboxkit/core'
 import {
-  defineOutbox,
-  isOutboxError,
-  type Outbox,
   POSTGRES_TRANSACTION_MARKER,
   type PreparedMessage,
   postgresPublishStatement,
   readPostgresPublishResult,
-} from '@outboxkit/core'
+} from '@outboxkit/core/adapter'
 import { publish, publishMany } from '@outboxkit/pg'
 import type pg from 'pg'
 import { uuidv7 } from 'uuidv7'

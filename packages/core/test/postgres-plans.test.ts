@@ -4,7 +4,8 @@
 // every settlement compared to every row (23 s for 1 000 settlements on 100 000 rows). These tests
 // make such statistics on purpose and read the plans PostgreSQL picks, custom and generic.
 import { testDatabaseUrl, uniqueTableName } from '@outboxkit/conformance'
-import { defineOutbox, migrate, postgresStatements } from '@outboxkit/core'
+import { defineOutbox, migrate } from '@outboxkit/core'
+import { postgresStatements } from '@outboxkit/core/adapter'
 import { pgBackend } from '@outboxkit/pg'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'

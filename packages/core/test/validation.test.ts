@@ -1,12 +1,6 @@
 import { DIALECTS, testDatabaseUrl } from '@outboxkit/conformance'
-import {
-  createRelay,
-  defineOutbox,
-  isOutboxError,
-  migrate,
-  parseTableName,
-  type RelayOptions,
-} from '@outboxkit/core'
+import { createRelay, defineOutbox, isOutboxError, migrate, type RelayOptions } from '@outboxkit/core'
+import { parseTableName } from '@outboxkit/core/adapter'
 import { pgBackend } from '@outboxkit/pg'
 import { describe, expect, test } from 'vitest'
 import { z } from 'zod'

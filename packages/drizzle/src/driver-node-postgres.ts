@@ -1,4 +1,4 @@
-import type { PostgresPublishStatement } from '@outboxkit/core'
+import type { PostgresPublishStatement } from '@outboxkit/core/adapter'
 import type { DrizzleDriver, DrizzleSession, Rows } from './driver.js'
 import { notInTransaction } from './refusal.js'
 

@@ -1,4 +1,4 @@
-import { describe, type PostgresPublishStatement } from '@outboxkit/core'
+import { formatValue, type PostgresPublishStatement } from '@outboxkit/core/adapter'
 import type { PgSession } from 'drizzle-orm/pg-core'
 
 /** The session of a Drizzle PostgreSQL transaction (`tx._.session`). */
@@ -51,5 +51,5 @@ export function resultRows(result: unknown): Rows {
   if (Array.isArray(result)) return result
   const rows = (result as { rows?: unknown } | null | undefined)?.rows
   if (Array.isArray(rows)) return rows
-  throw new Error(`the Drizzle driver returned ${describe(result)} where rows were expected`)
+  throw new Error(`the Drizzle driver returned ${formatValue(result)} where rows were expected`)
 }

@@ -3,7 +3,7 @@ import {
   POSTGRES_TRANSACTION_MARKER,
   type PostgresPublishStatement,
   snakeCaseRows,
-} from '@outboxkit/core'
+} from '@outboxkit/core/adapter'
 import { type DrizzleSession, executeThroughDrizzle, type Rows } from './driver.js'
 import { notInTransaction } from './refusal.js'
 

@@ -1,4 +1,5 @@
-import { describe } from '@outboxkit/core'
+import type { OutboxDialect } from '@outboxkit/core'
+import { formatValue } from '@outboxkit/core/adapter'
 import { is } from 'drizzle-orm'
 import { MySqlDatabase, MySqlTransaction } from 'drizzle-orm/mysql-core'
 import { PgDatabase, PgTransaction } from 'drizzle-orm/pg-core'
@@ -6,8 +7,7 @@ import { BaseSQLiteDatabase, SQLiteTransaction } from 'drizzle-orm/sqlite-core'
 import { entityKindOf } from './entity-kind.js'
 import { notInTransaction } from './refusal.js'
 
-/** The SQL dialect of a Drizzle transaction, as outboxkit writes it. */
-export type DrizzleDialect = 'postgres' | 'mysql' | 'sqlite'
+export type { OutboxDialect }
 
 /**
  * The dialect of `handle` when it is a Drizzle transaction (of any driver), by Drizzle's own brand
@@ -15,7 +15,7 @@ export type DrizzleDialect = 'postgres' | 'mysql' | 'sqlite'
  * `undefined` for anything else, the root `db` included. These checks read the class's entity kind
  * (a `Symbol.for` key), so they hold across duplicated installs of drizzle-orm.
  */
-export function transactionDialect(handle: unknown): DrizzleDialect | undefined {
+export function transactionDialect(handle: unknown): OutboxDialect | undefined {
   if (is(handle, PgTransaction)) return 'postgres'
   if (is(handle, MySqlTransaction)) return 'mysql'
   if (is(handle, SQLiteTransaction)) return 'sqlite'
@@ -23,7 +23,7 @@ export function transactionDialect(handle: unknown): DrizzleDialect | undefined 
 }
 
 /** The dialect of a root Drizzle database (`PgDatabase`, `MySqlDatabase`, `BaseSQLiteDatabase`). */
-function databaseDialect(handle: unknown): DrizzleDialect | undefined {
+function databaseDialect(handle: unknown): OutboxDialect | undefined {
   if (is(handle, PgDatabase)) return 'postgres'
   if (is(handle, MySqlDatabase)) return 'mysql'
   if (is(handle, BaseSQLiteDatabase)) return 'sqlite'
@@ -68,7 +68,7 @@ export function notATransaction(handle: unknown): Error {
       return notInTransaction(
         kind
           ? `a Drizzle ${kind} (not a transaction; @outboxkit/drizzle supports the transactions of ${SUPPORTED_DRIVERS})`
-          : `${describe(handle)}, which is not a Drizzle transaction`,
+          : `${formatValue(handle)}, which is not a Drizzle transaction`,
       )
   }
 }

@@ -1,7 +1,7 @@
 import {
   asMysql2Connection,
   canQueueMysql2Commands,
-  describe,
+  formatValue,
   isMariaDbConnection,
   MARIADB_TRANSACTION_GUARD,
   type Mysql2Connection,
@@ -11,7 +11,7 @@ import {
   mysqlStatusInTransaction,
   sendMysql2Statement,
   toMysqlResult,
-} from '@outboxkit/core'
+} from '@outboxkit/core/adapter'
 import { is } from 'drizzle-orm'
 import { type MySqlSession, MySqlTransaction } from 'drizzle-orm/mysql-core'
 import { driverError } from './driver-error.js'
@@ -60,7 +60,7 @@ function connectionOf(session: AnyMysqlSession): Mysql2Connection | string {
   }
   const core = asMysql2Connection(client?.connection)
   if (!core) {
-    return `a Drizzle mysql2 transaction whose client is ${describe(client)}, not a mysql2/promise connection`
+    return `a Drizzle mysql2 transaction whose client is ${formatValue(client)}, not a mysql2/promise connection`
   }
   const state = mysql2ConnectionState(core)
   if (state === 'released') return ENDED

@@ -1,4 +1,5 @@
-import { mysqlOutboxNames, type OutboxState, type TableRef } from '@outboxkit/core'
+import type { OutboxState, TableRef } from '@outboxkit/core'
+import { mysqlOutboxNames } from '@outboxkit/core/adapter'
 import { sql } from 'drizzle-orm'
 import {
   type AnyMySqlColumn,

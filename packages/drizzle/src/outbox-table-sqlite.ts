@@ -1,4 +1,5 @@
-import { OutboxError, outboxIndexNames, SQLITE_NOW_MS, type TableRef } from '@outboxkit/core'
+import { OutboxError, type TableRef } from '@outboxkit/core'
+import { outboxIndexNames, SQLITE_NOW_MS } from '@outboxkit/core/adapter'
 import { sql } from 'drizzle-orm'
 import {
   type AnySQLiteColumn,
@@ -82,7 +83,7 @@ export function outboxSqliteTable(table: OutboxTableSource = 'outbox'): OutboxSq
   if (ref.schema !== null) {
     throw new OutboxError(
       'INVALID_CONFIG',
-      `outboxSqliteTable cannot describe ${ref.display}: Drizzle's SQLite tables have no schema (an attached database). Use an unqualified table name, or create the table with migrate(outbox, backend).`,
+      `outboxSqliteTable cannot formatValue ${ref.display}: Drizzle's SQLite tables have no schema (an attached database). Use an unqualified table name, or create the table with migrate(outbox, backend).`,
       { source: 'drizzle' },
     )
   }

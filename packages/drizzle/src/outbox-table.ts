@@ -1,4 +1,5 @@
-import { outboxIndexNames, type TableRef } from '@outboxkit/core'
+import type { TableRef } from '@outboxkit/core'
+import { outboxIndexNames } from '@outboxkit/core/adapter'
 import { sql } from 'drizzle-orm'
 import {
   type AnyPgColumn,

@@ -1,3 +1,4 @@
+import type { PublishFn, PublishManyFn } from '@outboxkit/core'
 import {
   createMysqlPublisher,
   createPostgresPublisher,
@@ -5,10 +6,8 @@ import {
   type PostgresPublisherSpec,
   type PostgresPublishStatement,
   type Publisher,
-  type PublishFn,
-  type PublishManyFn,
   routePublisher,
-} from '@outboxkit/core'
+} from '@outboxkit/core/adapter'
 import { driverError } from './driver-error.js'
 import { transactionDialect } from './handle.js'
 import {

@@ -1,4 +1,4 @@
-import type { SqliteRows, SqliteStatement } from '@outboxkit/core'
+import type { SqliteRows, SqliteStatement } from '@outboxkit/core/adapter'
 import { is } from 'drizzle-orm'
 import { type SQLiteSession, SQLiteTransaction } from 'drizzle-orm/sqlite-core'
 import { hasEntityKind } from './entity-kind.js'

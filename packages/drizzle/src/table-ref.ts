@@ -1,4 +1,5 @@
-import { describe, OutboxError, parseTableName, type TableRef } from '@outboxkit/core'
+import { OutboxError, type TableRef } from '@outboxkit/core'
+import { formatValue, parseTableName } from '@outboxkit/core/adapter'
 
 /** What the table functions take: a table name as in `defineOutbox({ table })`, or the outbox itself. */
 export type OutboxTableSource = string | { readonly table: TableRef }
@@ -15,7 +16,7 @@ export function tableRef(table: unknown, fn = 'outboxTable'): TableRef {
   if (ref && typeof ref === 'object' && typeof ref.name === 'string') return parseTableName(ref.display)
   throw new OutboxError(
     'INVALID_CONFIG',
-    `${fn} needs a table name like 'outbox' or 'app.outbox', or the outbox from defineOutbox, got ${describe(table)}.`,
+    `${fn} needs a table name like 'outbox' or 'app.outbox', or the outbox from defineOutbox, got ${formatValue(table)}.`,
     { source: 'drizzle' },
   )
 }

@@ -1,12 +1,7 @@
 import { PGlite } from '@electric-sql/pglite'
 import { serverInspector, testDatabaseUrl, uniqueTableName } from '@outboxkit/conformance'
-import {
-  defineOutbox,
-  isOutboxError,
-  migrate,
-  type Outbox,
-  POSTGRES_TRANSACTION_MARKER,
-} from '@outboxkit/core'
+import { defineOutbox, isOutboxError, migrate, type Outbox } from '@outboxkit/core'
+import { POSTGRES_TRANSACTION_MARKER } from '@outboxkit/core/adapter'
 import { type DrizzleTransaction, publish, publishMany } from '@outboxkit/drizzle'
 import { pgBackend } from '@outboxkit/pg'
 import { pgliteBackend } from '@outboxkit/pglite'

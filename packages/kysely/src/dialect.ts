@@ -1,8 +1,8 @@
+import type { OutboxDialect } from '@outboxkit/core'
 import { OutboxError } from '@outboxkit/core'
 import { MssqlAdapter, MysqlAdapter, PostgresAdapter, SqliteAdapter, sql } from 'kysely'
 
-/** The SQL dialects `@outboxkit/kysely` publishes on. */
-export type KyselyDialectName = 'postgres' | 'mysql' | 'sqlite'
+export type { OutboxDialect }
 
 /** The slice of a Kysely instance read to choose the dialect (every `Kysely` has it). */
 interface ExecutorProvider {
@@ -10,13 +10,13 @@ interface ExecutorProvider {
   withoutPlugins(): unknown
 }
 
-const known = new WeakMap<object, KyselyDialectName>()
+const known = new WeakMap<object, OutboxDialect>()
 
 /**
  * The dialect of Kysely's own adapter classes, or of a subclass of one (a dialect built on
  * Kysely's `PostgresAdapter`, such as a PGlite or Neon dialect, is PostgreSQL).
  */
-function byAdapterClass(adapter: object): KyselyDialectName | 'mssql' | undefined {
+function byAdapterClass(adapter: object): OutboxDialect | 'mssql' | undefined {
   if (adapter instanceof PostgresAdapter) return 'postgres'
   if (adapter instanceof MysqlAdapter) return 'mysql'
   if (adapter instanceof SqliteAdapter) return 'sqlite'
@@ -30,7 +30,7 @@ function byAdapterClass(adapter: object): KyselyDialectName | 'mssql' | undefine
  * identifier and a parameter. `"p"$1` is PostgreSQL, `` `p`? `` MySQL, `"p"?` SQLite. Compiling
  * sends nothing.
  */
-function byCompiledSql(handle: ExecutorProvider): KyselyDialectName | undefined {
+function byCompiledSql(handle: ExecutorProvider): OutboxDialect | undefined {
   let text: string
   try {
     // Without plugins, so that no plugin can rewrite the probe.
@@ -53,7 +53,7 @@ function byCompiledSql(handle: ExecutorProvider): KyselyDialectName | undefined 
  * @throws OutboxError `INVALID_CONFIG` for MS SQL Server and for a dialect that writes none of
  * the three SQL flavours.
  */
-export function kyselyDialect(handle: ExecutorProvider): KyselyDialectName {
+export function kyselyDialect(handle: ExecutorProvider): OutboxDialect {
   const adapter = handle.getExecutor().adapter
   const cached = known.get(adapter)
   if (cached) return cached

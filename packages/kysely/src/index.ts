@@ -1,4 +1,4 @@
-export type { KyselyDialectName } from './dialect.js'
+export type { OutboxDialect } from './dialect.js'
 export type {
   MysqlOutboxTable,
   OutboxState,

@@ -4,7 +4,7 @@ import {
   type MysqlResult,
   type MysqlStatement,
   toMysqlOutboxError,
-} from '@outboxkit/core'
+} from '@outboxkit/core/adapter'
 import {
   ADAPTER,
   checkTransaction,

@@ -1,4 +1,4 @@
-import { createPostgresPublisher, type PostgresPublishStatement } from '@outboxkit/core'
+import { createPostgresPublisher, type PostgresPublishStatement } from '@outboxkit/core/adapter'
 import { ADAPTER, checkTransaction, type KyselyTransaction, refuse, runRaw } from './transaction.js'
 
 async function execute(

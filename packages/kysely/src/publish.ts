@@ -1,12 +1,13 @@
-import { type PublishFn, type PublishManyFn, routePublisher } from '@outboxkit/core'
-import { type KyselyDialectName, kyselyDialect } from './dialect.js'
+import type { PublishFn, PublishManyFn } from '@outboxkit/core'
+import { routePublisher } from '@outboxkit/core/adapter'
+import { kyselyDialect, type OutboxDialect } from './dialect.js'
 import { mysqlPublisher } from './mysql.js'
 import { postgresPublisher } from './postgres.js'
 import { sqlitePublisher } from './sqlite.js'
 import { claimsTransaction, type KyselyTransaction } from './transaction.js'
 
 const publishers: Readonly<
-  Record<KyselyDialectName, { publish: PublishFn<any>; publishMany: PublishManyFn<any> }>
+  Record<OutboxDialect, { publish: PublishFn<any>; publishMany: PublishManyFn<any> }>
 > = {
   postgres: postgresPublisher,
   mysql: mysqlPublisher,

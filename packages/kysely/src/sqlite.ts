@@ -1,4 +1,4 @@
-import { createSqlitePublisher } from '@outboxkit/core'
+import { createSqlitePublisher } from '@outboxkit/core/adapter'
 import { ADAPTER, checkTransaction, type KyselyTransaction, runRaw } from './transaction.js'
 
 /**

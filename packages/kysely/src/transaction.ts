@@ -1,4 +1,5 @@
-import { describe, OutboxError } from '@outboxkit/core'
+import { OutboxError } from '@outboxkit/core'
+import { formatValue } from '@outboxkit/core/adapter'
 import { CompiledQuery, type QueryResult } from 'kysely'
 
 /**
@@ -65,11 +66,11 @@ export function claimsTransaction(
  */
 export function checkTransaction(handle: unknown): KyselyTransaction {
   const h = handle as Partial<Record<keyof KyselyTransaction | keyof ControlledState, unknown>> | null
-  if (!h || typeof h !== 'object') throw refuse(describe(handle))
+  if (!h || typeof h !== 'object') throw refuse(formatValue(handle))
   if (typeof h.isTransaction !== 'boolean' || typeof h.executeQuery !== 'function') {
-    throw refuse(`${describe(handle)}, which is not a Kysely instance`)
+    throw refuse(`${formatValue(handle)}, which is not a Kysely instance`)
   }
-  if (typeof h.withoutPlugins !== 'function') throw refuse(`${describe(handle)} without withoutPlugins()`)
+  if (typeof h.withoutPlugins !== 'function') throw refuse(`${formatValue(handle)} without withoutPlugins()`)
   if (h.isTransaction !== true) {
     throw refuse(
       'a Kysely instance that is not a transaction (the root db or a db.connection() handle: each query there runs in autocommit, so the message would commit on its own)',

@@ -1,11 +1,10 @@
+import { type OutboxBackend, OutboxError } from '@outboxkit/core'
 import {
   createMysqlBackend,
   type MysqlResult,
-  type OutboxBackend,
-  OutboxError,
   toMysqlOutboxError,
   toMysqlResult,
-} from '@outboxkit/core'
+} from '@outboxkit/core/adapter'
 import mysql, { type Pool, type PoolConnection, type PoolOptions } from 'mysql2/promise'
 
 /** Options common to both forms of {@link mysqlBackend}. */

@@ -1,8 +1,9 @@
+import { OutboxError, type PublishFn, type PublishManyFn } from '@outboxkit/core'
 import {
   asMysql2Connection,
   canQueueMysql2Commands,
   createMysqlPublisher,
-  describe,
+  formatValue,
   isMariaDbConnection,
   MARIADB_TRANSACTION_GUARD,
   type Mysql2Connection,
@@ -10,12 +11,9 @@ import {
   type MysqlStatement,
   mysql2ConnectionState,
   mysqlStatusInTransaction,
-  OutboxError,
-  type PublishFn,
-  type PublishManyFn,
   sendMysql2Statement,
   toMysqlResult,
-} from '@outboxkit/core'
+} from '@outboxkit/core/adapter'
 import type { Connection, PoolConnection } from 'mysql2/promise'
 
 /**
@@ -69,10 +67,10 @@ function coreOf(handle: unknown): Mysql2Connection {
     promise?: unknown
     addCommand?: unknown
   } | null
-  if (!h || typeof h !== 'object') throw refuse(describe(handle))
+  if (!h || typeof h !== 'object') throw refuse(formatValue(handle))
   if (typeof h.getConnection === 'function') {
     throw refuse(
-      `${describe(handle)} (a mysql2 Pool runs each query on whichever connection is free, so the message would commit on its own)`,
+      `${formatValue(handle)} (a mysql2 Pool runs each query on whichever connection is free, so the message would commit on its own)`,
     )
   }
   const core = asMysql2Connection(h.connection)
@@ -80,7 +78,7 @@ function coreOf(handle: unknown): Mysql2Connection {
     if (typeof h.addCommand === 'function' && typeof h.promise === 'function') {
       throw refuse('a callback-style mysql2 connection (pass its promise() wrapper, from mysql2/promise)')
     }
-    throw refuse(describe(handle))
+    throw refuse(formatValue(handle))
   }
   const refused = stateRefusal(core)
   if (refused) throw refused

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { testMysqlUri, waitFor } from '@outboxkit/conformance'
 import {
-  type ClaimRequest,
   createRelay,
   defineOutbox,
   migrate,
@@ -9,6 +8,7 @@ import {
   type OutboxBackend,
   OutboxError,
 } from '@outboxkit/core'
+import type { ClaimRequest } from '@outboxkit/core/adapter'
 import { mysqlBackend, publishMany } from '@outboxkit/mysql'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import { type PausableProxy, startPausableProxy } from '../../core/test/support/pausable-proxy.js'

@@ -1,5 +1,6 @@
 import { testMysqlUri, waitFor } from '@outboxkit/conformance'
-import { defineOutbox, MYSQL_MAX_ROWS_PER_INSERT, migrate, type Outbox } from '@outboxkit/core'
+import { defineOutbox, migrate, type Outbox } from '@outboxkit/core'
+import { MYSQL_MAX_ROWS_PER_INSERT } from '@outboxkit/core/adapter'
 import { mysqlBackend } from '@outboxkit/mysql'
 import mysql from 'mysql2'
 import mysqlPromise from 'mysql2/promise'

@@ -1,12 +1,6 @@
 import { type Inspector, mysqlInspector, testMysqlUri, uniqueTableName } from '@outboxkit/conformance'
-import {
-  type DefineOutboxOptions,
-  defineOutbox,
-  isOutboxError,
-  migrate,
-  mysqlOutboxNames,
-  type Outbox,
-} from '@outboxkit/core'
+import { type DefineOutboxOptions, defineOutbox, isOutboxError, migrate, type Outbox } from '@outboxkit/core'
+import { mysqlOutboxNames } from '@outboxkit/core/adapter'
 import { mysqlBackend } from '@outboxkit/mysql'
 import mysql from 'mysql2/promise'
 import { expect } from 'vitest'

@@ -1,4 +1,5 @@
-import { createPostgresBackend, type OutboxBackend, OutboxError } from '@outboxkit/core'
+import { type OutboxBackend, OutboxError } from '@outboxkit/core'
+import { createPostgresBackend } from '@outboxkit/core/adapter'
 import pg from 'pg'
 import { listenWithReconnect } from './listener.js'
 

@@ -1,5 +1,5 @@
-import type { WakeHandlers, WakeSubscription } from '@outboxkit/core'
-import { quoteIdent } from '@outboxkit/core'
+import type { WakeHandlers, WakeSubscription } from '@outboxkit/core/adapter'
+import { quoteIdent } from '@outboxkit/core/adapter'
 import type pg from 'pg'
 
 /**

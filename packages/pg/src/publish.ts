@@ -1,10 +1,10 @@
+import { OutboxError } from '@outboxkit/core'
 import {
   createPostgresPublisher,
-  describe,
-  OutboxError,
+  formatValue,
   type PostgresPublishStatement,
   statementName,
-} from '@outboxkit/core'
+} from '@outboxkit/core/adapter'
 import pg from 'pg'
 
 /**
@@ -40,7 +40,7 @@ function refusalForStatus(status: string | null): OutboxError | undefined {
 
 function checkClient(handle: unknown): PgTransactionClient {
   const h = handle as (Partial<PgTransactionClient> & { totalCount?: unknown; connect?: unknown }) | null
-  if (!h || typeof h !== 'object') throw refuse(describe(handle))
+  if (!h || typeof h !== 'object') throw refuse(formatValue(handle))
   if (typeof h.getTransactionStatus !== 'function') {
     if (typeof h.connect === 'function' && typeof h.totalCount === 'number') {
       throw refuse(
@@ -49,10 +49,10 @@ function checkClient(handle: unknown): PgTransactionClient {
     }
     if (typeof h.query === 'function') {
       throw refuse(
-        `${describe(handle)} without getTransactionStatus() (pg-native, or pg older than 8.21, cannot report its transaction state)`,
+        `${formatValue(handle)} without getTransactionStatus() (pg-native, or pg older than 8.21, cannot report its transaction state)`,
       )
     }
-    throw refuse(describe(handle))
+    throw refuse(formatValue(handle))
   }
   const refusal = refusalForStatus(h.getTransactionStatus())
   if (refusal) throw refusal

@@ -1,4 +1,5 @@
-import { createPostgresBackend, describe, type OutboxBackend, OutboxError } from '@outboxkit/core'
+import { type OutboxBackend, OutboxError } from '@outboxkit/core'
+import { createPostgresBackend, formatValue } from '@outboxkit/core/adapter'
 
 /** The slice of a PGlite instance the relay backend needs. */
 export interface PgliteDatabase {
@@ -28,9 +29,13 @@ export function pgliteBackend(db: PgliteDatabase): OutboxBackend {
     typeof db.exec !== 'function' ||
     typeof db.listen !== 'function'
   ) {
-    throw new OutboxError('INVALID_CONFIG', `pgliteBackend expects a PGlite instance, got ${describe(db)}.`, {
-      source: 'pglite',
-    })
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `pgliteBackend expects a PGlite instance, got ${formatValue(db)}.`,
+      {
+        source: 'pglite',
+      },
+    )
   }
   return createPostgresBackend({
     name: 'pglite',

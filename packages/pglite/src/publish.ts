@@ -1,4 +1,5 @@
-import { createPostgresPublisher, describe, OutboxError } from '@outboxkit/core'
+import { OutboxError } from '@outboxkit/core'
+import { createPostgresPublisher, formatValue } from '@outboxkit/core/adapter'
 
 /**
  * The slice of a PGlite `Transaction` (the `tx` of `db.transaction(async (tx) => ...)`) that
@@ -26,7 +27,7 @@ function checkTransaction(handle: unknown): PgliteTransaction {
   const h = handle as
     | (Partial<PgliteTransaction> & { transaction?: unknown; isInTransaction?: unknown })
     | null
-  if (!h || typeof h !== 'object') throw refuse(describe(handle))
+  if (!h || typeof h !== 'object') throw refuse(formatValue(handle))
   if (typeof h.transaction === 'function' || typeof h.isInTransaction === 'function') {
     // Refused even inside a manual BEGIN: a query on the instance during db.transaction() would
     // wait for that transaction's lock, and outside one it would commit on its own.
@@ -38,7 +39,7 @@ function checkTransaction(handle: unknown): PgliteTransaction {
     typeof h.rollback !== 'function' ||
     typeof h.closed !== 'boolean'
   ) {
-    throw refuse(describe(handle))
+    throw refuse(formatValue(handle))
   }
   if (h.closed) throw refuse('a transaction that already committed or rolled back')
   return h as PgliteTransaction

@@ -1,10 +1,5 @@
-import {
-  createPostgresBackend,
-  describe,
-  type OutboxBackend,
-  OutboxError,
-  snakeCaseRows,
-} from '@outboxkit/core'
+import { type OutboxBackend, OutboxError } from '@outboxkit/core'
+import { createPostgresBackend, formatValue, snakeCaseRows } from '@outboxkit/core/adapter'
 import postgres from 'postgres'
 import { withDeadline } from './deadline.js'
 import { listenOn } from './listener.js'
@@ -41,7 +36,7 @@ function config(message: string): OutboxError {
 function checkTimeout(ms: unknown): number | undefined {
   if (ms === undefined) return undefined
   if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
-    throw config(`commandTimeoutMs must be a number of milliseconds > 0, got ${describe(ms)}.`)
+    throw config(`commandTimeoutMs must be a number of milliseconds > 0, got ${formatValue(ms)}.`)
   }
   return ms
 }
@@ -70,7 +65,7 @@ function checkSql(sql: unknown): postgres.Sql<any> {
     if (typeof s.begin === 'function' && typeof s.listen === 'function') return sql as postgres.Sql<any>
   }
   throw config(
-    `postgresJsBackend expects the sql of postgres(...) or { url, ...options }, got ${describe(sql)}.`,
+    `postgresJsBackend expects the sql of postgres(...) or { url, ...options }, got ${formatValue(sql)}.`,
   )
 }
 
@@ -110,7 +105,7 @@ export function postgresJsBackend(
   if (typeof sqlOrOptions === 'function') {
     userSql = checkSql(sqlOrOptions)
     if (maybeOptions !== undefined && (maybeOptions === null || typeof maybeOptions !== 'object')) {
-      throw config(`postgresJsBackend options must be an object, got ${describe(maybeOptions)}.`)
+      throw config(`postgresJsBackend options must be an object, got ${formatValue(maybeOptions)}.`)
     }
     timeoutMs = checkTimeout(maybeOptions?.commandTimeoutMs)
   } else if (sqlOrOptions && typeof sqlOrOptions === 'object' && !Array.isArray(sqlOrOptions)) {
@@ -120,7 +115,7 @@ export function postgresJsBackend(
       )
     }
     const { url: u, commandTimeoutMs, ...rest } = sqlOrOptions
-    if (u !== undefined && typeof u !== 'string') throw config(`url must be a string, got ${describe(u)}.`)
+    if (u !== undefined && typeof u !== 'string') throw config(`url must be a string, got ${formatValue(u)}.`)
     timeoutMs = checkTimeout(commandTimeoutMs)
     url = u
     ownedOptions = {

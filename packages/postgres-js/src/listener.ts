@@ -1,4 +1,5 @@
-import { OutboxError, type WakeHandlers, type WakeSubscription } from '@outboxkit/core'
+import { OutboxError } from '@outboxkit/core'
+import type { WakeHandlers, WakeSubscription } from '@outboxkit/core/adapter'
 import type postgres from 'postgres'
 import { mapConnectTimeout, settleWithin } from './deadline.js'
 import { ADAPTER } from './transaction.js'

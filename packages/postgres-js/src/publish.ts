@@ -3,7 +3,7 @@ import {
   POSTGRES_TRANSACTION_MARKER,
   snakeCaseRows,
   toOutboxError,
-} from '@outboxkit/core'
+} from '@outboxkit/core/adapter'
 import { runStatement } from './statement.js'
 import { ADAPTER, checkTransaction, type PostgresJsTransaction, refuse } from './transaction.js'
 

@@ -1,4 +1,4 @@
-import { encodeArrayParameters } from '@outboxkit/core'
+import { encodeArrayParameters } from '@outboxkit/core/adapter'
 import type postgres from 'postgres'
 
 /** Any postgres.js `sql`: the root instance, a `TransactionSql` or a `ReservedSql`. */

@@ -1,4 +1,5 @@
-import { describe, OutboxError } from '@outboxkit/core'
+import { OutboxError } from '@outboxkit/core'
+import { formatValue } from '@outboxkit/core/adapter'
 import type postgres from 'postgres'
 
 /**
@@ -49,10 +50,10 @@ export function checkTransaction(handle: unknown): PostgresJsTransaction {
       (typeof o.transaction === 'function' || typeof o.execute === 'function')
     ) {
       throw refuse(
-        `${describe(handle)} (an ORM or query builder object: use its own outboxkit adapter, e.g. @outboxkit/kysely or @outboxkit/drizzle)`,
+        `${formatValue(handle)} (an ORM or query builder object: use its own outboxkit adapter, e.g. @outboxkit/kysely or @outboxkit/drizzle)`,
       )
     }
-    throw refuse(describe(handle))
+    throw refuse(formatValue(handle))
   }
   const h = handle as Shape
   if (typeof h.begin === 'function') {

@@ -1,5 +1,6 @@
 import { serverInspector, testDatabaseUrl, uniqueTableName } from '@outboxkit/conformance'
-import { defineOutbox, isOutboxError, migrate, POSTGRES_TRANSACTION_MARKER } from '@outboxkit/core'
+import { defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
+import { POSTGRES_TRANSACTION_MARKER } from '@outboxkit/core/adapter'
 import { type PostgresJsTransaction, postgresJsBackend, publish, publishMany } from '@outboxkit/postgres-js'
 import postgres from 'postgres'
 import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest'

@@ -1,4 +1,4 @@
-export { type PrismaDialect, type PrismaOutboxProvider, prismaDialect } from './prisma-dialect.js'
+export { type OutboxDialect, type PrismaOutboxProvider, prismaDialect } from './prisma-dialect.js'
 export { publish, publishMany } from './publish.js'
 export {
   type OutboxMigrationSqlOptions,

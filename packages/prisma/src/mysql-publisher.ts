@@ -1,12 +1,10 @@
+import { OutboxError, type PublishFn, type PublishManyFn } from '@outboxkit/core'
 import {
   createMysqlPublisher,
   MARIADB_TRANSACTION_GUARD,
   type MysqlResult,
   type MysqlStatement,
-  OutboxError,
-  type PublishFn,
-  type PublishManyFn,
-} from '@outboxkit/core'
+} from '@outboxkit/core/adapter'
 import { mapPrismaError, sqlState } from './prisma-errors.js'
 import {
   ADAPTER,

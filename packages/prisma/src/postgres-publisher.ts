@@ -1,4 +1,5 @@
-import { createPostgresPublisher, OutboxError, type PostgresPublishStatement } from '@outboxkit/core'
+import { OutboxError } from '@outboxkit/core'
+import { createPostgresPublisher, type PostgresPublishStatement } from '@outboxkit/core/adapter'
 import { mapPrismaError } from './prisma-errors.js'
 import { ADAPTER, checkPrismaTransaction, type PrismaTransactionClient } from './transaction-client.js'
 

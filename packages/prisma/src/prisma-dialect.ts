@@ -1,13 +1,13 @@
+import type { OutboxDialect } from '@outboxkit/core'
 import { OutboxError } from '@outboxkit/core'
 import { ADAPTER } from './transaction-client.js'
 
-/** The SQL dialect `publish` writes in, chosen from the Prisma client it is given. */
-export type PrismaDialect = 'postgres' | 'mysql' | 'sqlite'
+export type { OutboxDialect }
 
 /** The datasource providers of a Prisma schema that outboxkit supports. */
 export type PrismaOutboxProvider = 'postgresql' | 'mysql' | 'sqlite'
 
-const DIALECT_OF_PROVIDER: Readonly<Record<PrismaOutboxProvider, PrismaDialect>> = {
+const DIALECT_OF_PROVIDER: Readonly<Record<PrismaOutboxProvider, OutboxDialect>> = {
   postgresql: 'postgres',
   mysql: 'mysql',
   sqlite: 'sqlite',
@@ -17,7 +17,7 @@ const DIALECT_OF_PROVIDER: Readonly<Record<PrismaOutboxProvider, PrismaDialect>>
  * What a driver adapter calls its database (`SqlDriverAdapterFactory.provider` of
  * `@prisma/driver-adapter-utils`): `'postgres'` where the schema says `'postgresql'`.
  */
-const DIALECT_OF_ADAPTER: Readonly<Record<string, PrismaDialect>> = {
+const DIALECT_OF_ADAPTER: Readonly<Record<string, OutboxDialect>> = {
   postgres: 'postgres',
   mysql: 'mysql',
   sqlite: 'sqlite',
@@ -61,11 +61,11 @@ export function prismaProvider(handle: unknown): string | undefined {
  * @throws OutboxError `INVALID_CONFIG` for a provider outboxkit does not write to (`cockroachdb`,
  * `sqlserver`, `mongodb`).
  */
-export function prismaDialect(handle: unknown): PrismaDialect | undefined {
+export function prismaDialect(handle: unknown): OutboxDialect | undefined {
   const provider = prismaProvider(handle)
   if (provider === undefined) return undefined
   const dialect =
-    (DIALECT_OF_PROVIDER as Record<string, PrismaDialect>)[provider] ?? DIALECT_OF_ADAPTER[provider]
+    (DIALECT_OF_PROVIDER as Record<string, OutboxDialect>)[provider] ?? DIALECT_OF_ADAPTER[provider]
   if (dialect !== undefined) return dialect
   throw new OutboxError(
     'INVALID_CONFIG',
@@ -79,10 +79,10 @@ export function prismaDialect(handle: unknown): PrismaDialect | undefined {
  *
  * @throws OutboxError `INVALID_CONFIG` for anything but `'postgresql'`, `'mysql'` or `'sqlite'`.
  */
-export function dialectOfProvider(provider: unknown): PrismaDialect {
+export function dialectOfProvider(provider: unknown): OutboxDialect {
   const dialect =
     typeof provider === 'string'
-      ? (DIALECT_OF_PROVIDER as Record<string, PrismaDialect | undefined>)[provider]
+      ? (DIALECT_OF_PROVIDER as Record<string, OutboxDialect | undefined>)[provider]
       : undefined
   if (dialect === undefined) {
     throw new OutboxError(

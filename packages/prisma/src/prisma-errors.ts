@@ -1,5 +1,5 @@
 import { OutboxError } from '@outboxkit/core'
-import type { PrismaDialect } from './prisma-dialect.js'
+import type { OutboxDialect } from './prisma-dialect.js'
 import { ADAPTER, notInTransaction } from './transaction-client.js'
 
 interface PrismaErrorShape {
@@ -54,7 +54,7 @@ const MYSQL_TIMEOUTS = new Set(['1205', '3024', '1969'])
  *   1969; Prisma's `P1008` or a driver socket timeout (which `@prisma/adapter-better-sqlite3` also
  *   reports for `SQLITE_BUSY`).
  */
-export function mapPrismaError(error: unknown, dialect: PrismaDialect = 'postgres'): OutboxError | undefined {
+export function mapPrismaError(error: unknown, dialect: OutboxDialect = 'postgres'): OutboxError | undefined {
   if (!error || typeof error !== 'object') return undefined
   const e = error as PrismaErrorShape
   if (e.code === 'P2028') {

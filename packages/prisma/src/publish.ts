@@ -1,4 +1,5 @@
-import { type PublishFn, type PublishManyFn, routePublisher } from '@outboxkit/core'
+import type { PublishFn, PublishManyFn } from '@outboxkit/core'
+import { routePublisher } from '@outboxkit/core/adapter'
 import { mysqlPublisher } from './mysql-publisher.js'
 import { postgresPublisher } from './postgres-publisher.js'
 import { prismaDialect } from './prisma-dialect.js'

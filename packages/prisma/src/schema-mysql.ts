@@ -1,4 +1,5 @@
-import { mysqlOutboxDdl, mysqlOutboxNames, type Outbox } from '@outboxkit/core'
+import type { Outbox } from '@outboxkit/core'
+import { mysqlOutboxDdl, mysqlOutboxNames } from '@outboxkit/core/adapter'
 
 /**
  * The MySQL / MariaDB model of {@link outboxPrismaModel} (see there): every column of

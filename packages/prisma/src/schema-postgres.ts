@@ -1,4 +1,5 @@
-import { type Outbox, outboxDdl, outboxIndexNames } from '@outboxkit/core'
+import { type Outbox, outboxDdl } from '@outboxkit/core'
+import { outboxIndexNames } from '@outboxkit/core/adapter'
 
 /** The PostgreSQL model of {@link outboxPrismaModel} (see there). */
 export function postgresPrismaModel(outbox: Pick<Outbox, 'table'>, model: string): string {

@@ -1,4 +1,5 @@
-import { type Outbox, outboxIndexNames, SQLITE_NOW_MS, sqliteOutboxDdl } from '@outboxkit/core'
+import type { Outbox } from '@outboxkit/core'
+import { outboxIndexNames, SQLITE_NOW_MS, sqliteOutboxDdl } from '@outboxkit/core/adapter'
 
 /** The SQLite model of {@link outboxPrismaModel} (see there). */
 export function sqlitePrismaModel(outbox: Pick<Outbox, 'table'>, model: string): string {

@@ -1,4 +1,5 @@
-import { createSqlitePublisher, OutboxError, type SqliteStatement } from '@outboxkit/core'
+import { OutboxError } from '@outboxkit/core'
+import { createSqlitePublisher, type SqliteStatement } from '@outboxkit/core/adapter'
 import { mapPrismaError } from './prisma-errors.js'
 import {
   ADAPTER,

@@ -1,4 +1,5 @@
-import { describe, OutboxError } from '@outboxkit/core'
+import { OutboxError } from '@outboxkit/core'
+import { formatValue } from '@outboxkit/core/adapter'
 
 /** The adapter name in error messages: `[outboxkit] [prisma] ...`. */
 export const ADAPTER = 'prisma'
@@ -90,7 +91,7 @@ function read(handle: object, key: PropertyKey): unknown {
  */
 export function checkPrismaTransaction(handle: unknown): PrismaTransactionClient {
   if (!handle || (typeof handle !== 'object' && typeof handle !== 'function'))
-    throw notInTransaction(describe(handle))
+    throw notInTransaction(formatValue(handle))
   const scope = read(handle, SCOPE_CONTEXT)
   const legacyId = read(handle, LEGACY_TRANSACTION_ID)
   const rootApi =
@@ -104,7 +105,7 @@ export function checkPrismaTransaction(handle: unknown): PrismaTransactionClient
     throw notInTransaction(
       typeof read(handle, '$queryRawUnsafe') === 'function'
         ? "an object with $queryRawUnsafe but without Prisma's interactive-transaction marker (supported: Prisma 7.x)"
-        : describe(handle),
+        : formatValue(handle),
     )
   }
   if (rootApi) {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { type Inspector, mysqlInspector, testMysqlUri, uniqueTableName } from '@outboxkit/conformance'
-import { defineOutbox, isOutboxError, migrate, mysqlOutboxDdl, type Outbox } from '@outboxkit/core'
+import { defineOutbox, isOutboxError, migrate, type Outbox } from '@outboxkit/core'
+import { mysqlOutboxDdl } from '@outboxkit/core/adapter'
 import { mysqlBackend } from '@outboxkit/mysql'
 import { outboxMigrationSql, outboxPrismaModel, prismaDialect, publish, publishMany } from '@outboxkit/prisma'
 import { PrismaMariaDb } from '@prisma/adapter-mariadb'

@@ -2,14 +2,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type Inspector, sqliteInspector, uniqueTableName, waitFor } from '@outboxkit/conformance'
-import {
-  createRelay,
-  defineOutbox,
-  isOutboxError,
-  migrate,
-  type Outbox,
-  sqliteOutboxDdl,
-} from '@outboxkit/core'
+import { createRelay, defineOutbox, isOutboxError, migrate, type Outbox } from '@outboxkit/core'
+import { sqliteOutboxDdl } from '@outboxkit/core/adapter'
 import { outboxMigrationSql, outboxPrismaModel, prismaDialect, publish, publishMany } from '@outboxkit/prisma'
 import { sqliteBackend } from '@outboxkit/sqlite'
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3'

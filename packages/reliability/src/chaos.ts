@@ -1,4 +1,4 @@
-import { quoteIdent } from '@outboxkit/core'
+import { quoteIdent } from '@outboxkit/core/adapter'
 import { pollUntil, quietPool, randomInt, reliabilityDatabaseUrl } from './database.js'
 import { createLedger, dropLedger, ledgerTables } from './ledger.js'
 import { type ProducerStats, produce } from './producer.js'

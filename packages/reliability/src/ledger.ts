@@ -1,4 +1,5 @@
-import { defineOutbox, migrate, type Outbox, quoteIdent } from '@outboxkit/core'
+import { defineOutbox, migrate, type Outbox } from '@outboxkit/core'
+import { quoteIdent } from '@outboxkit/core/adapter'
 import { pgBackend } from '@outboxkit/pg'
 import type pg from 'pg'
 

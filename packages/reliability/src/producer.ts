@@ -1,4 +1,5 @@
-import { type Outbox, quoteIdent } from '@outboxkit/core'
+import type { Outbox } from '@outboxkit/core'
+import { quoteIdent } from '@outboxkit/core/adapter'
 import { publish, publishMany } from '@outboxkit/pg'
 import type pg from 'pg'
 import { randomInt } from './database.js'

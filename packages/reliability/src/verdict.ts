@@ -1,4 +1,4 @@
-import { quoteIdent } from '@outboxkit/core'
+import { quoteIdent } from '@outboxkit/core/adapter'
 import type pg from 'pg'
 import type { LedgerTables } from './ledger.js'
 

@@ -3,14 +3,8 @@
 // stored verbatim (bound as parameters, never spliced).
 import { PGlite } from '@electric-sql/pglite'
 import { testDatabaseUrl } from '@outboxkit/conformance'
-import {
-  defineOutbox,
-  migrate,
-  type Outbox,
-  OutboxError,
-  type PublishMessage,
-  quoteIdent,
-} from '@outboxkit/core'
+import { defineOutbox, migrate, type Outbox, OutboxError, type PublishMessage } from '@outboxkit/core'
+import { quoteIdent } from '@outboxkit/core/adapter'
 import { pgBackend, publish, publishMany } from '@outboxkit/pg'
 import { pgliteBackend, publish as pglitePublish } from '@outboxkit/pglite'
 import pg from 'pg'

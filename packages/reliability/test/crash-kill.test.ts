@@ -1,5 +1,5 @@
 // Scenario 1: relays are processes of their own and die by SIGKILL mid-handler and mid-batch.
-import { quoteIdent } from '@outboxkit/core'
+import { quoteIdent } from '@outboxkit/core/adapter'
 import { publishMany } from '@outboxkit/pg'
 import { afterEach, expect, test } from 'vitest'
 import { pollUntil, sql } from '../src/database.js'

@@ -1,7 +1,7 @@
 // The ledger checker itself must be able to fail: feed it a hand-made ledger with every kind of
 // violation and check it names each one (a negative control for scenarios 1 and 2).
 import { testDatabaseUrl } from '@outboxkit/conformance'
-import { quoteIdent } from '@outboxkit/core'
+import { quoteIdent } from '@outboxkit/core/adapter'
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { quietPool } from '../src/database.js'
 import { createLedger, dropLedger, ledgerTables } from '../src/ledger.js'

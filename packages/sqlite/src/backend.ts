@@ -1,10 +1,5 @@
-import {
-  createSqliteBackend,
-  describe,
-  type OutboxBackend,
-  OutboxError,
-  type SqliteExecutor,
-} from '@outboxkit/core'
+import { type OutboxBackend, OutboxError } from '@outboxkit/core'
+import { createSqliteBackend, formatValue, type SqliteExecutor } from '@outboxkit/core/adapter'
 import Database from 'better-sqlite3'
 import { isSqliteDatabase, prepared, type SqliteDatabase } from './database.js'
 
@@ -108,7 +103,7 @@ export function sqliteBackend(source: SqliteDatabase | SqliteBackendOptions): Ou
     typeof (source as { filename?: unknown }).filename !== 'string'
   ) {
     throw invalid(
-      `sqliteBackend expects a better-sqlite3 Database or { filename, ...options }, got ${describe(source)}.`,
+      `sqliteBackend expects a better-sqlite3 Database or { filename, ...options }, got ${formatValue(source)}.`,
     )
   }
   const { filename, busyTimeoutMs = DEFAULT_BUSY_TIMEOUT_MS, wal = true, ...options } = source
@@ -120,10 +115,10 @@ export function sqliteBackend(source: SqliteDatabase | SqliteBackendOptions): Ou
   }
   if (typeof busyTimeoutMs !== 'number' || !Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
     throw invalid(
-      `busyTimeoutMs must be an integer number of milliseconds >= 0, got ${describe(busyTimeoutMs)}.`,
+      `busyTimeoutMs must be an integer number of milliseconds >= 0, got ${formatValue(busyTimeoutMs)}.`,
     )
   }
-  if (typeof wal !== 'boolean') throw invalid(`wal must be true or false, got ${describe(wal)}.`)
+  if (typeof wal !== 'boolean') throw invalid(`wal must be true or false, got ${formatValue(wal)}.`)
   if ((source as Database.Options).readonly) {
     throw invalid('sqliteBackend cannot use a readonly connection: the relay writes claims and outcomes.')
   }

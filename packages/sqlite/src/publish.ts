@@ -1,10 +1,5 @@
-import {
-  createSqlitePublisher,
-  describe,
-  OutboxError,
-  type PublishFn,
-  type PublishManyFn,
-} from '@outboxkit/core'
+import { OutboxError, type PublishFn, type PublishManyFn } from '@outboxkit/core'
+import { createSqlitePublisher, formatValue } from '@outboxkit/core/adapter'
 import { isSqliteDatabase, prepared, type SqliteDatabase } from './database.js'
 
 const ADAPTER = 'sqlite'
@@ -18,7 +13,7 @@ function refuse(what: string): OutboxError {
 }
 
 function checkTransaction(handle: unknown): SqliteDatabase {
-  if (!isSqliteDatabase(handle)) throw refuse(describe(handle))
+  if (!isSqliteDatabase(handle)) throw refuse(formatValue(handle))
   if (!handle.open) throw refuse('a closed Database')
   // better-sqlite3's own signal (SQLite's autocommit flag): true inside db.transaction(), after a
   // BEGIN, and false again once the transaction committed or rolled back, however it ended.

@@ -2,7 +2,6 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { uniqueTableName, waitFor } from '@outboxkit/conformance'
 import {
-  type ClaimRequest,
   defineOutbox,
   discard,
   isOutboxError,
@@ -13,6 +12,7 @@ import {
   outboxStats,
   redrive,
 } from '@outboxkit/core'
+import type { ClaimRequest } from '@outboxkit/core/adapter'
 import { publishMany, sqliteBackend } from '@outboxkit/sqlite'
 import type Database from 'better-sqlite3'
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest'

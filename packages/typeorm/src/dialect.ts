@@ -1,7 +1,7 @@
+import type { OutboxDialect } from '@outboxkit/core'
 import { OutboxError } from '@outboxkit/core'
 
-/** The SQL dialects `@outboxkit/typeorm` can publish on. */
-export type TypeormDialect = 'postgres' | 'mysql' | 'sqlite'
+export type { OutboxDialect }
 
 /**
  * TypeORM `DataSource` option `type` to outboxkit dialect: `postgres` (the `pg` module),
@@ -10,7 +10,7 @@ export type TypeormDialect = 'postgres' | 'mysql' | 'sqlite'
  * and are not supported. CockroachDB and Aurora Data API have their own TypeORM drivers and are
  * not PostgreSQL here.
  */
-const DIALECTS: Readonly<Record<string, TypeormDialect>> = {
+const DIALECTS: Readonly<Record<string, OutboxDialect>> = {
   postgres: 'postgres',
   mysql: 'mysql',
   mariadb: 'mysql',
@@ -29,7 +29,7 @@ export interface TypeormDataSourceLike {
  * @param doing - what needs the dialect, for the error message (e.g. `'publish'`)
  * @throws OutboxError `INVALID_CONFIG` when the driver is not supported.
  */
-export function typeormDialect(dataSource: TypeormDataSourceLike, doing: string): TypeormDialect {
+export function typeormDialect(dataSource: TypeormDataSourceLike, doing: string): OutboxDialect {
   const type = dataSource?.options?.type
   const dialect = typeof type === 'string' && Object.hasOwn(DIALECTS, type) ? DIALECTS[type] : undefined
   if (!dialect) {

@@ -1,4 +1,4 @@
-export type { TypeormDialect } from './dialect.js'
+export type { OutboxDialect } from './dialect.js'
 export {
   createOutboxEntity,
   type OutboxEntityOptions,

@@ -1,3 +1,4 @@
+import type { OutboxError } from '@outboxkit/core'
 import {
   asMysql2Connection,
   canQueueMysql2Commands,
@@ -7,9 +8,8 @@ import {
   type MysqlStatement,
   mysql2ConnectionState,
   mysqlStatusInTransaction,
-  type OutboxError,
   sendMysql2Statement,
-} from '@outboxkit/core'
+} from '@outboxkit/core/adapter'
 import { refuse, type TypeormOpenTransaction } from './transaction-handle.js'
 
 /**

@@ -1,6 +1,7 @@
-import { type Outbox, OutboxError, outboxIndexNames } from '@outboxkit/core'
+import { type Outbox, OutboxError } from '@outboxkit/core'
+import { outboxIndexNames } from '@outboxkit/core/adapter'
 import { EntitySchema, type EntitySchemaOptions, type ValueTransformer } from 'typeorm'
-import type { TypeormDialect } from './dialect.js'
+import type { OutboxDialect } from './dialect.js'
 import { outboxTableRef, postgresObjectName } from './outbox-table.js'
 
 /** The states an outbox row moves through. */
@@ -52,10 +53,10 @@ export interface OutboxEntityOptions {
    * 'postgres'`, the default), `'mysql'` (`type: 'mysql'` or `'mariadb'`) or `'sqlite'` (`type:
    * 'better-sqlite3'`). It chooses the column types TypeORM reads the table with.
    */
-  dialect?: TypeormDialect
+  dialect?: OutboxDialect
 }
 
-const DIALECT_NAMES: readonly TypeormDialect[] = ['postgres', 'mysql', 'sqlite']
+const DIALECT_NAMES: readonly OutboxDialect[] = ['postgres', 'mysql', 'sqlite']
 
 /** `availableAt` / `createdAt` on SQLite: INTEGER epoch milliseconds in the table, `Date` here. */
 const epochMs: ValueTransformer = {

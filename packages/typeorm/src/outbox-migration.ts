@@ -1,16 +1,13 @@
+import { type Outbox, OutboxError, outboxDdl, type TableRef } from '@outboxkit/core'
 import {
   mysqlOutboxNames,
   mysqlQualifiedTable,
   mysqlStatements,
-  type Outbox,
-  OutboxError,
-  outboxDdl,
   qualifiedTable,
   sqliteStatements,
-  type TableRef,
-} from '@outboxkit/core'
+} from '@outboxkit/core/adapter'
 import type { DataSource, MigrationInterface, QueryRunner } from 'typeorm'
-import { type TypeormDialect, typeormDialect } from './dialect.js'
+import { type OutboxDialect, typeormDialect } from './dialect.js'
 import { outboxTableRef } from './outbox-table.js'
 
 /** Options of {@link createOutboxMigration}. */
@@ -51,7 +48,7 @@ function invalid(message: string): OutboxError {
  * statement per query, so a script goes to the connection's own `exec()` (the DataSource's one
  * connection, inside the migration's transaction), logged through TypeORM's logger.
  */
-async function runScript(queryRunner: QueryRunner, dialect: TypeormDialect, sql: string): Promise<void> {
+async function runScript(queryRunner: QueryRunner, dialect: OutboxDialect, sql: string): Promise<void> {
   if (dialect !== 'sqlite') {
     await queryRunner.query(sql)
     return
@@ -64,7 +61,7 @@ async function runScript(queryRunner: QueryRunner, dialect: TypeormDialect, sql:
 }
 
 /** The statements of the migration's `up()` and `down()` on one dialect. */
-function migrationSql(dialect: TypeormDialect, table: TableRef, ordered: boolean) {
+function migrationSql(dialect: OutboxDialect, table: TableRef, ordered: boolean) {
   if (dialect === 'mysql') {
     const keys = mysqlQualifiedTable({ ...table, name: mysqlOutboxNames(table).keysTable })
     return {

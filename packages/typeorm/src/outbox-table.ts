@@ -1,4 +1,5 @@
-import { assertOutbox, type Outbox, parseTableName, type TableRef } from '@outboxkit/core'
+import type { Outbox, TableRef } from '@outboxkit/core'
+import { assertOutbox, parseTableName } from '@outboxkit/core/adapter'
 
 /**
  * The outbox table of `outbox`: an outbox made by `defineOutbox`, or a table name such as

@@ -1,4 +1,5 @@
-import type { OutboxError, PostgresPublishStatement } from '@outboxkit/core'
+import type { OutboxError } from '@outboxkit/core'
+import type { PostgresPublishStatement } from '@outboxkit/core/adapter'
 import { refuse, type TypeormOpenTransaction } from './transaction-handle.js'
 
 type TransactionStatus = 'I' | 'T' | 'E' | null

@@ -1,13 +1,12 @@
+import type { PublishFn, PublishManyFn } from '@outboxkit/core'
 import {
   createMysqlPublisher,
   createPostgresPublisher,
   createSqlitePublisher,
   MARIADB_TRANSACTION_GUARD,
-  type PublishFn,
-  type PublishManyFn,
   routePublisher,
-} from '@outboxkit/core'
-import type { TypeormDialect } from './dialect.js'
+} from '@outboxkit/core/adapter'
+import type { OutboxDialect } from './dialect.js'
 import { type MysqlTransaction, mysqlTransaction, runMysqlStatement } from './mysql-statement.js'
 import { type PostgresTransaction, postgresTransaction, runPostgresStatement } from './postgres-statement.js'
 import { runSqliteStatement, type SqliteTransaction, sqliteTransaction } from './sqlite-statement.js'
@@ -16,7 +15,7 @@ import { handleDialect, openTransaction, type TypeormTransaction } from './trans
 const ADAPTER = 'typeorm'
 
 const publishers: Readonly<
-  Record<TypeormDialect, { publish: PublishFn<any>; publishMany: PublishManyFn<any> }>
+  Record<OutboxDialect, { publish: PublishFn<any>; publishMany: PublishManyFn<any> }>
 > = {
   postgres: createPostgresPublisher<PostgresTransaction>({
     name: ADAPTER,

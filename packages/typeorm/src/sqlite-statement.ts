@@ -1,4 +1,4 @@
-import type { SqliteRows, SqliteStatement } from '@outboxkit/core'
+import type { SqliteRows, SqliteStatement } from '@outboxkit/core/adapter'
 import { openTransaction, refuse, type TypeormOpenTransaction } from './transaction-handle.js'
 
 /** The slice of a better-sqlite3 `Database` used here. */

@@ -1,6 +1,7 @@
-import { describe, OutboxError } from '@outboxkit/core'
+import { OutboxError } from '@outboxkit/core'
+import { formatValue } from '@outboxkit/core/adapter'
 import type { EntityManager, QueryRunner } from 'typeorm'
-import { type TypeormDataSourceLike, type TypeormDialect, typeormDialect } from './dialect.js'
+import { type OutboxDialect, type TypeormDataSourceLike, typeormDialect } from './dialect.js'
 
 /**
  * What `publish` accepts: the `EntityManager` of `dataSource.transaction(async (manager) => ...)`
@@ -38,7 +39,7 @@ export interface TypeormRunner {
 export interface TypeormOpenTransaction {
   readonly runner: TypeormRunner
   readonly dataSource: TypeormDataSource
-  readonly dialect: TypeormDialect
+  readonly dialect: OutboxDialect
   /** How the handle is named in error messages, e.g. `'an EntityManager'`. */
   readonly what: string
   /** The handle's runner as a sentence subject: `'an EntityManager whose QueryRunner'` or `'a QueryRunner that'`. */
@@ -99,7 +100,7 @@ function dataSourceOf(value: { dataSource?: unknown; connection?: unknown }): Ty
  *
  * @throws OutboxError `INVALID_CONFIG` when the DataSource's driver is not supported.
  */
-export function handleDialect(handle: unknown): TypeormDialect | undefined {
+export function handleDialect(handle: unknown): OutboxDialect | undefined {
   if (isEntityManager(handle)) {
     return typeormDialect(dataSourceOf(handle as { dataSource?: unknown; connection?: unknown }), 'publish')
   }
@@ -144,7 +145,7 @@ export function openTransaction(handle: unknown): TypeormOpenTransaction {
     const hint = isEntityManager((handle as { manager?: unknown } | null)?.manager)
       ? ' (for a Repository, pass the transaction manager itself)'
       : ''
-    throw refuse(`${describe(handle)}, which is not a TypeORM EntityManager or QueryRunner${hint}`)
+    throw refuse(`${formatValue(handle)}, which is not a TypeORM EntityManager or QueryRunner${hint}`)
   }
   const dataSource = dataSourceOf(runner)
   const dialect = typeormDialect(dataSource, 'publish')

@@ -1,6 +1,7 @@
-import { migrate, mysqlOutboxDdl, type Outbox, outboxDdl, sqliteOutboxDdl } from '@outboxkit/core'
+import { migrate, type Outbox, outboxDdl } from '@outboxkit/core'
+import { mysqlOutboxDdl, sqliteOutboxDdl } from '@outboxkit/core/adapter'
 import type { Command } from '../command.js'
-import { DIALECTS, type Dialect, dialectOfUrl } from '../database-url.js'
+import { DIALECTS, dialectOfUrl, type OutboxDialect } from '../database-url.js'
 import { UsageError } from '../usage.js'
 
 /** `outboxkit migrate`: creates the table and indexes if missing. */
@@ -24,7 +25,7 @@ CREATE privilege. To use your own migration tool instead, see \`outboxkit sql\`.
 }
 
 /** The idempotent DDL of `outbox` in `dialect`: what `migrate` runs there. */
-function ddlOf(outbox: Outbox, dialect: Dialect): string {
+function ddlOf(outbox: Outbox, dialect: OutboxDialect): string {
   switch (dialect) {
     case 'postgres':
       return outboxDdl(outbox)
@@ -36,7 +37,7 @@ function ddlOf(outbox: Outbox, dialect: Dialect): string {
 }
 
 /** `--dialect`, else the scheme of `DATABASE_URL` when set, else PostgreSQL. */
-function chosenDialect(given: unknown, url: string | undefined): Dialect {
+function chosenDialect(given: unknown, url: string | undefined): OutboxDialect {
   if (given === undefined) {
     if (!url) return 'postgres'
     try {
@@ -46,13 +47,13 @@ function chosenDialect(given: unknown, url: string | undefined): Dialect {
       throw new UsageError(`${error.message} Or say which DDL: --dialect postgres|mysql|sqlite.`, 'sql')
     }
   }
-  if (!DIALECTS.includes(given as Dialect)) {
+  if (!DIALECTS.includes(given as OutboxDialect)) {
     throw new UsageError(
       `--dialect must be postgres, mysql (also for MariaDB) or sqlite, got ${JSON.stringify(given)}.`,
       'sql',
     )
   }
-  return given as Dialect
+  return given as OutboxDialect
 }
 
 /** `outboxkit sql`: prints the DDL. */

@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
-  type Dialect,
+  type OutboxDialect,
   type OutboxSql,
   outboxSql,
   type RowChanges,
@@ -173,7 +173,7 @@ type SqliteModule = typeof import('@outboxkit/sqlite')
  * that only run PostgreSQL never load them.
  */
 export class Harness {
-  readonly dialect: Dialect
+  readonly dialect: OutboxDialect
   /** PostgreSQL / MySQL connection URL, or the SQLite database file. */
   readonly url: string
   /** The raw SQL of the conformance suites, on the harness connection. */
@@ -188,7 +188,7 @@ export class Harness {
   #sqlite: SqliteModule | undefined
   #ready: Promise<void> | undefined
 
-  constructor(dialect: Dialect = 'postgres') {
+  constructor(dialect: OutboxDialect = 'postgres') {
     this.dialect = dialect
     this.url =
       dialect === 'postgres'
@@ -516,7 +516,7 @@ export class Harness {
  * A {@link Harness} for `dialect` with the file's hooks: `init` before all, `cleanup` after each
  * test, `close` after all.
  */
-export function useHarness(dialect: Dialect = 'postgres'): Harness {
+export function useHarness(dialect: OutboxDialect = 'postgres'): Harness {
   const h = new Harness(dialect)
   beforeAll(() => h.init())
   afterEach(() => h.cleanup())

@@ -1,4 +1,5 @@
-import type { OutboxBackend, Settlement } from '@outboxkit/core'
+import type { OutboxBackend } from '@outboxkit/core'
+import type { Settlement } from '@outboxkit/core/adapter'
 
 /** A backend whose settles can be held back, to make a relay late on purpose. */
 export interface GatedBackend {

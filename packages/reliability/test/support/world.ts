@@ -8,12 +8,12 @@ import {
   type OutboxBackend,
   type PublishMessage,
   type PublishResult,
-  quoteIdent,
   type Relay,
   type RelayEvents,
   type RelayOptions,
   type TopicSchemas,
 } from '@outboxkit/core'
+import { quoteIdent } from '@outboxkit/core/adapter'
 import { type PgBackendConnectionOptions, pgBackend, publishMany } from '@outboxkit/pg'
 import pg from 'pg'
 

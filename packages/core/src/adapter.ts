@@ -1,0 +1,143 @@
+// @outboxkit/core/adapter: for the authors of outboxkit adapters and backends, not for applications.
+// The OutboxBackend protocol's requests and rows, the publish pipeline and each dialect's
+// publisher factory, backend, statements and driver helpers. Applications import '@outboxkit/core'.
+
+export { summarizeStats } from './admin/queries.js'
+export {
+  createMysqlBackend,
+  type MysqlExecutor,
+  type MysqlQuery,
+  type MysqlResult,
+  toMysqlOutboxError,
+} from './dialect/mysql/backend.js'
+export {
+  asMysql2Connection,
+  canQueueMysql2Commands,
+  isMariaDbConnection,
+  type Mysql2Command,
+  type Mysql2Connection,
+  type Mysql2QueryCallback,
+  type Mysql2QueryOptions,
+  type Mysql2SendOptions,
+  mysql2ConnectionState,
+  mysqlStatusInTransaction,
+  sendMysql2Statement,
+  toMysqlResult,
+} from './dialect/mysql/mysql2-connection.js'
+export {
+  createMysqlPublisher,
+  type MysqlPublisherSpec,
+  type MysqlStatement,
+  writeMysqlMessages,
+} from './dialect/mysql/publisher.js'
+export {
+  MARIADB_TRANSACTION_GUARD,
+  MYSQL_MAX_ROWS_PER_INSERT,
+  type MysqlInsertOptions,
+  type MysqlOutboxNames,
+  type MysqlStatements,
+  mysqlOutboxDdl,
+  mysqlOutboxNames,
+  mysqlQualifiedTable,
+  mysqlStatements,
+  quoteMysqlIdent,
+} from './dialect/mysql/statements.js'
+export {
+  createPostgresBackend,
+  type PostgresExecutor,
+  statementName,
+} from './dialect/postgres/backend.js'
+export {
+  isPostgresPublishRefused,
+  type PostgresPublishOptions,
+  type PostgresPublishStatement,
+  postgresPublishStatement,
+  readPostgresPublishResult,
+} from './dialect/postgres/publish-statement.js'
+export {
+  POSTGRES_NOT_IN_TRANSACTION,
+  POSTGRES_TRANSACTION_MARKER,
+  type PostgresStatements,
+  postgresStatements,
+} from './dialect/postgres/statements.js'
+export {
+  encodeArrayParameters,
+  postgresArrayLiteral,
+  snakeCaseRows,
+} from './dialect/postgres/values.js'
+export {
+  type OutboxIndexNames,
+  outboxIndexNames,
+  qualifiedTable,
+  quoteIdent,
+} from './dialect/sql-identifiers.js'
+export {
+  createSqliteBackend,
+  isSqliteBusy,
+  type SqliteExecutor,
+} from './dialect/sqlite/backend.js'
+export {
+  createSqlitePublisher,
+  readSqlitePublishResult,
+  type SqlitePublisherSpec,
+  type SqliteRows,
+  type SqliteStatement,
+  sqliteDedupStatement,
+  sqlitePublishStatement,
+} from './dialect/sqlite/publisher.js'
+export {
+  bindSqlite,
+  SQLITE_NOW_MS,
+  type SqliteSql,
+  type SqliteStatements,
+  sqliteOutboxDdl,
+  sqliteStatements,
+} from './dialect/sqlite/statements.js'
+export {
+  hasSqliteWakeListeners,
+  listenSqliteWake,
+  wakeSqliteAfterTransaction,
+} from './dialect/sqlite/wake.js'
+export {
+  assertOutbox,
+  parseTableName,
+} from './outbox/define-outbox.js'
+export { toOutboxError } from './outbox/errors.js'
+export { formatValue } from './outbox/format-value.js'
+export {
+  assertMessageArray,
+  encodeJson,
+  type PreparedMessage,
+  prepareMessages,
+  prepareMessagesSync,
+} from './outbox/message.js'
+export { formatIssues } from './outbox/standard-schema.js'
+export type {
+  BlockedKeyRow,
+  BlockedKeysRequest,
+  ClaimedRow,
+  ClaimRequest,
+  DeadRow,
+  DiscardRequest,
+  ExtendLeaseRequest,
+  ListDeadRequest,
+  PurgeRequest,
+  RedriveRequest,
+  Settlement,
+  SettleRequest,
+  StatsRequest,
+  StatsRow,
+  WakeHandlers,
+  WakeSubscription,
+} from './protocol/backend.js'
+export {
+  createPostgresPublisher,
+  type PostgresPublisherSpec,
+  type Publisher,
+  routePublisher,
+} from './protocol/publisher.js'
+export {
+  backoffDelay,
+  type ResolvedRetryPolicy,
+  resolveRetryPolicy,
+} from './relay/retry.js'

@@ -1,0 +1,102 @@
+import { assertOutbox, type Outbox } from '../outbox/define-outbox.js'
+import { OutboxError } from '../outbox/errors.js'
+import { formatValue } from '../outbox/format-value.js'
+import type { OutboxBackend } from '../protocol/backend.js'
+
+function assertBackend(backend: unknown, what: string): asserts backend is OutboxBackend {
+  if (!backend || typeof (backend as OutboxBackend).migrate !== 'function') {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `${what} needs an OutboxBackend (e.g. pgBackend(...)) as second argument, got ${formatValue(backend)}.`,
+    )
+  }
+}
+
+/**
+ * Creates the outbox table and its indexes if they do not exist. Safe to run again and from
+ * several processes at once. For your own migration tool, use {@link outboxDdl} instead.
+ *
+ * @example
+ * ```ts
+ * await migrate(outbox, pgBackend({ connectionString: process.env.DATABASE_URL }))
+ * ```
+ */
+export async function migrate(outbox: Outbox<any>, backend: OutboxBackend): Promise<void> {
+  assertOutbox(outbox, 'migrate')
+  assertBackend(backend, 'migrate')
+  await backend.migrate(outbox)
+}
+
+/** Options of {@link purge}. */
+export interface PurgeOptions {
+  /** Which terminal rows to delete. Default both `'dead'` and `'delivered'`. */
+  states?: readonly ('dead' | 'delivered')[]
+  /** Only rows settled more than this many ms ago. Default 0 (all). */
+  olderThanMs?: number
+}
+
+/**
+ * Deletes terminal rows: dead letters and, with `keepDelivered`, delivered rows. Returns the
+ * number deleted. Safe while relays run: it never touches pending or processing rows.
+ */
+export async function purge(
+  outbox: Outbox<any>,
+  backend: OutboxBackend,
+  options: PurgeOptions = {},
+): Promise<number> {
+  assertOutbox(outbox, 'purge')
+  assertBackend(backend, 'purge')
+  const states = options.states ?? ['dead', 'delivered']
+  if (!Array.isArray(states) || states.some((s) => s !== 'dead' && s !== 'delivered')) {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `purge states must be 'dead' and/or 'delivered', got ${JSON.stringify(states)}.`,
+    )
+  }
+  const olderThanMs = options.olderThanMs ?? 0
+  if (typeof olderThanMs !== 'number' || !Number.isFinite(olderThanMs) || olderThanMs < 0) {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `purge olderThanMs must be a finite number >= 0, got ${formatValue(olderThanMs)}.`,
+    )
+  }
+  return backend.purge({ table: outbox.table, states, olderThanMs })
+}
+
+/** Options of {@link redrive}. */
+export interface RedriveOptions {
+  /** Only these message ids. */
+  ids?: readonly string[]
+  /** Only these topics. */
+  topics?: readonly string[]
+}
+
+/**
+ * Moves dead-lettered messages back to `pending` with `attempts = 0`, due now. Without options it
+ * redrives every dead message. Returns the number redriven.
+ */
+export async function redrive(
+  outbox: Outbox<any>,
+  backend: OutboxBackend,
+  options: RedriveOptions = {},
+): Promise<number> {
+  assertOutbox(outbox, 'redrive')
+  assertBackend(backend, 'redrive')
+  for (const [name, list] of [
+    ['ids', options.ids],
+    ['topics', options.topics],
+  ] as const) {
+    if (list !== undefined && (!Array.isArray(list) || list.some((v) => typeof v !== 'string'))) {
+      throw new OutboxError(
+        'INVALID_CONFIG',
+        `redrive ${name} must be an array of strings, got ${formatValue(list)}.`,
+      )
+    }
+  }
+  if (
+    options.ids?.some((id) => !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id))
+  ) {
+    throw new OutboxError('INVALID_CONFIG', 'redrive ids must be UUID strings.')
+  }
+  return backend.redrive({ table: outbox.table, ids: options.ids, topics: options.topics })
+}

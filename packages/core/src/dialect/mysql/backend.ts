@@ -1,0 +1,359 @@
+import type { Outbox } from '../../outbox/define-outbox.js'
+import { isOutboxError, OutboxError, toOutboxError } from '../../outbox/errors.js'
+import type {
+  BlockedKeyRow,
+  BlockedKeysRequest,
+  ClaimedRow,
+  ClaimRequest,
+  DeadRow,
+  DiscardRequest,
+  ExtendLeaseRequest,
+  ListDeadRequest,
+  OutboxBackend,
+  OutboxState,
+  PurgeRequest,
+  RedriveRequest,
+  SettleRequest,
+  StatsRequest,
+  StatsRow,
+} from '../../protocol/backend.js'
+import { mysqlStatements } from './statements.js'
+
+/** What a MySQL statement returns: its rows (empty for a write) and its affected-row count (0 for a read). */
+export interface MysqlResult {
+  readonly rows: Record<string, unknown>[]
+  readonly affectedRows: number
+}
+
+/**
+ * Runs one statement with `?` placeholders. `params` holds only strings, numbers and `null`:
+ * list sizes are part of the SQL text.
+ */
+export type MysqlQuery = (sql: string, params: readonly unknown[]) => Promise<MysqlResult>
+
+/**
+ * The small slice of a MySQL/MariaDB driver a relay backend needs. `@outboxkit/mysql` implements
+ * it for mysql2; core turns it into a full {@link OutboxBackend} with {@link createMysqlBackend}.
+ */
+export interface MysqlExecutor {
+  /** Driver name for error messages, e.g. `'mysql'`. */
+  readonly name: string
+  /** Runs one statement outside any transaction (autocommit) on any connection. */
+  query: MysqlQuery
+  /**
+   * Runs `fn` inside one transaction on one connection, at isolation level READ COMMITTED (so
+   * the claim's locking reads take no gap locks that would stall producers): `SET TRANSACTION
+   * ISOLATION LEVEL READ COMMITTED`, `START TRANSACTION`, `fn`, `COMMIT`; `ROLLBACK` (or a
+   * dropped connection) when `fn` or a statement fails.
+   */
+  transaction<T>(fn: (query: MysqlQuery) => Promise<T>): Promise<T>
+  /** Releases what the executor created itself (never a user's pool). */
+  close(): Promise<void>
+}
+
+// Server errors that mean "did not answer in time": lock wait timeout, MariaDB max_statement_time,
+// MySQL max_execution_time; and mysql2's own per-query timeout.
+const MYSQL_TIMEOUT_ERRNOS = new Set([1205, 1969, 3024])
+const MYSQL_TIMEOUT_CODES = new Set(['PROTOCOL_SEQUENCE_TIMEOUT', 'ETIMEDOUT', 'ER_LOCK_WAIT_TIMEOUT'])
+
+/**
+ * Wraps a MySQL driver error in an {@link OutboxError}: timeouts (a lock wait timeout,
+ * `max_statement_time` / `max_execution_time`, the driver's per-query timeout) become
+ * `'TIMEOUT'`, everything else `'DATABASE'` (see {@link toOutboxError}).
+ */
+export function toMysqlOutboxError(error: unknown, source: string, doing: string): OutboxError {
+  if (isOutboxError(error)) return error
+  const err = error as { errno?: unknown; code?: unknown; message?: unknown } | undefined
+  if (
+    (typeof err?.errno === 'number' && MYSQL_TIMEOUT_ERRNOS.has(err.errno)) ||
+    (typeof err?.code === 'string' && MYSQL_TIMEOUT_CODES.has(err.code))
+  ) {
+    const text = typeof err?.message === 'string' ? err.message : String(error)
+    return new OutboxError(
+      'TIMEOUT',
+      `${doing} timed out (${text}). The database did not answer in time: check that it is reachable and not locked, or raise the timeout.`,
+      { cause: error, source },
+    )
+  }
+  return toOutboxError(error, source, doing)
+}
+
+/** MySQL's `ER_LOCK_DEADLOCK` (SQLSTATE 40001): InnoDB chose the transaction as a deadlock victim and rolled it back whole. */
+const ER_LOCK_DEADLOCK = 1213
+
+/**
+ * How many times {@link createMysqlBackend} runs one of its transactions (or autocommit
+ * statements) that InnoDB chose as a deadlock victim, before the error surfaces: the first run
+ * and up to four retries, after a jittered backoff of about 5-10, 10-20, 20-40 and 40-80 ms.
+ */
+export const MYSQL_DEADLOCK_ATTEMPTS = 5
+
+/** True for a deadlock error of the server (`ER_LOCK_DEADLOCK`, errno 1213). */
+export function isMysqlDeadlock(error: unknown): boolean {
+  const err = error as { errno?: unknown; code?: unknown } | null | undefined
+  return err?.errno === ER_LOCK_DEADLOCK || err?.code === 'ER_LOCK_DEADLOCK'
+}
+
+/** The pause before retry `n` (1-based) of a deadlocked transaction: 5·2^(n-1) ms to twice that. */
+function deadlockBackoffMs(n: number): number {
+  const ceiling = 10 * 2 ** (n - 1)
+  return ceiling / 2 + Math.random() * (ceiling / 2)
+}
+
+const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v))
+const text = (v: unknown): string =>
+  typeof v === 'string' ? v : Buffer.isBuffer(v) ? v.toString('utf8') : String(v)
+const textOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : text(v))
+const truthy = (v: unknown): boolean => v === true || v === 1 || v === '1' || v === 1n
+const sortedUnique = (ids: readonly string[]): string[] => [...new Set(ids)].sort()
+const microseconds = (ms: number): number => Math.max(0, Math.round(ms * 1000))
+
+/** The `last_error` the claim writes when it dead-letters a row (the same text as the SQL builds). */
+function deadAtClaimError(attempts: number, maxAttempts: number, previous: string | null): string {
+  return `lease expired after attempt ${attempts} of ${maxAttempts} without a result (the relay crashed or the handler hung)${
+    previous === null ? '' : `; previous error: ${previous}`
+  }`
+}
+
+/**
+ * Builds an {@link OutboxBackend} for MySQL 8+ and MariaDB 10.6+ from a {@link MysqlExecutor},
+ * using core's SQL. The same rules as PostgreSQL, with MySQL's means:
+ * - **claim**: one short READ COMMITTED transaction: `SELECT ... FOR UPDATE SKIP LOCKED` of the due
+ *   rows in `(available_at, id)` order, then one `UPDATE` that counts the attempt and writes the
+ *   lease (and one that dead-letters rows that already used `maxAttempts`), `COMMIT`, return.
+ * - **settle** and **extendLease**: one transaction that locks the rows still `processing` with
+ *   the claimed `attempts` (the fence), then writes only those: batched, and the ids returned are
+ *   exactly the ones that took effect (MySQL has no `UPDATE ... RETURNING`).
+ * - **purge**, **redrive** and **discard**: one statement in a transaction of its own.
+ * - **deadlocks**: a transaction (or autocommit statement) that InnoDB rolled back as a deadlock
+ *   victim (`ER_LOCK_DEADLOCK`, 1213) is run again from the start, up to
+ *   {@link MYSQL_DEADLOCK_ATTEMPTS} times in all with a short jittered backoff; fences are read
+ *   again by each run, so they stay exact. PostgreSQL's claim and settle never report one.
+ * - No `listen`: MySQL has no LISTEN/NOTIFY, so relays poll (`pollIntervalMs` is the latency).
+ */
+export function createMysqlBackend(executor: MysqlExecutor): OutboxBackend {
+  const source = executor.name
+  /**
+   * Runs `attempt` (one transaction, or one autocommit statement) again when InnoDB chose it as
+   * a deadlock victim: the server rolled all of it back, so a fresh run is safe and re-reads
+   * every fence. Anything else, or the last deadlock, becomes an {@link OutboxError}.
+   */
+  async function retryingDeadlocks<T>(what: string, attempt: () => Promise<T>): Promise<T> {
+    for (let n = 1; ; n++) {
+      try {
+        return await attempt()
+      } catch (err) {
+        if (!isMysqlDeadlock(err)) throw toMysqlOutboxError(err, source, what)
+        if (n >= MYSQL_DEADLOCK_ATTEMPTS) {
+          throw toMysqlOutboxError(
+            err,
+            source,
+            `${what} (chosen as a deadlock victim ${n} times in a row, retried after each)`,
+          )
+        }
+        await new Promise((resolve) => setTimeout(resolve, deadlockBackoffMs(n)))
+      }
+    }
+  }
+  function run(what: string, sql: string, params: readonly unknown[]): Promise<MysqlResult> {
+    return retryingDeadlocks(what, () => executor.query(sql, params))
+  }
+  function transaction<T>(what: string, fn: (query: MysqlQuery) => Promise<T>): Promise<T> {
+    return retryingDeadlocks(what, () => executor.transaction(fn))
+  }
+  /**
+   * One admin write (purge, redrive, discard) in a transaction of its own, so it commits even on
+   * a pooled session with `autocommit = 0` (where a lone statement would stay uncommitted on the
+   * connection), and at READ COMMITTED (no gap locks that would stall producers). Returns the
+   * affected rows.
+   */
+  async function write(what: string, sql: string, params: readonly unknown[]): Promise<number> {
+    return transaction(what, async (query) => (await query(sql, params)).affectedRows)
+  }
+  /** Ids among `rows` still processing with their claimed attempts, locked until commit. */
+  async function fence(
+    query: MysqlQuery,
+    table: ClaimRequest['table'],
+    rows: readonly { id: string; attempts: number }[],
+  ): Promise<Set<string>> {
+    const ids = sortedUnique(rows.map((r) => r.id))
+    const sql = mysqlStatements(table)
+    const { rows: locked } = await query(sql.lockProcessing(ids.length), ids)
+    const current = new Map(locked.map((r) => [text(r.id), num(r.attempts)]))
+    const ok = new Set<string>()
+    for (const r of rows) if (current.get(r.id) === r.attempts) ok.add(r.id)
+    return ok
+  }
+
+  return {
+    name: source,
+    dialect: 'mysql',
+    async migrate(outbox: Outbox) {
+      const sql = mysqlStatements(outbox.table)
+      for (const statement of sql.migrate(outbox.orderedTopics.size > 0))
+        await run(`migrate of table ${outbox.table.display}`, statement, [])
+    },
+    async claim(req: ClaimRequest): Promise<ClaimedRow[]> {
+      if (req.topics.length === 0 || req.limit < 1) return []
+      const sql = mysqlStatements(req.table)
+      const ordered = req.ordering !== undefined
+      const continueAfterDead = req.ordering?.continueAfterDead ?? []
+      const select = sql.claimSelect(
+        req.topics.length,
+        Math.floor(req.limit),
+        ordered ? continueAfterDead.length : undefined,
+      )
+      const params = ordered ? [...req.topics, ...continueAfterDead] : [...req.topics]
+      return transaction('claim', async (query) => {
+        const { rows } = await query(select, params)
+        if (rows.length === 0) return []
+        const live: string[] = []
+        const dead: string[] = []
+        for (const r of rows) (num(r.attempts) >= req.maxAttempts ? dead : live).push(text(r.id))
+        if (live.length > 0)
+          await query(sql.claimProcessing(live.length), [microseconds(req.leaseMs), ...live])
+        if (dead.length > 0) await query(sql.claimDead(dead.length), [req.maxAttempts, ...dead])
+        return rows.map((r): ClaimedRow => {
+          const attempts = num(r.attempts)
+          const previous = textOrNull(r.last_error)
+          const isDead = attempts >= req.maxAttempts
+          return {
+            id: text(r.id),
+            topic: text(r.topic),
+            key: textOrNull(r.key),
+            payload: text(r.payload),
+            headers: text(r.headers),
+            attempts: isDead ? attempts : attempts + 1,
+            createdAtMs: num(r.created_ms),
+            state: isDead ? 'dead' : 'processing',
+            lastError: isDead ? deadAtClaimError(attempts, req.maxAttempts, previous) : previous,
+            ...(ordered && truthy(r.ordered) ? { ordered: true } : {}),
+          }
+        })
+      })
+    },
+    async settle(req: SettleRequest): Promise<string[]> {
+      if (req.settlements.length === 0) return []
+      const sql = mysqlStatements(req.table)
+      return transaction('settle', async (query) => {
+        const ok = await fence(query, req.table, req.settlements)
+        if (ok.size === 0) return []
+        const remove: string[] = []
+        const update: unknown[][] = [[], [], []]
+        const updated: string[] = []
+        const seen = new Set<string>()
+        for (const s of req.settlements) {
+          if (!ok.has(s.id) || seen.has(s.id)) continue
+          seen.add(s.id)
+          if (s.outcome === 'delivered' && !req.keepDelivered) {
+            remove.push(s.id)
+            continue
+          }
+          updated.push(s.id)
+          update[0]!.push(s.id, s.outcome === 'retry' ? 'pending' : s.outcome)
+          update[1]!.push(s.id, s.outcome === 'retry' ? microseconds(s.delayMs) : 0)
+          update[2]!.push(s.id, s.outcome === 'delivered' ? null : s.error)
+        }
+        if (remove.length > 0) await query(sql.deleteIds(remove.length), remove)
+        if (updated.length > 0) await query(sql.settleUpdate(updated.length), [...update.flat(), ...updated])
+        return [...seen]
+      })
+    },
+    async extendLease(req: ExtendLeaseRequest): Promise<string[]> {
+      if (req.rows.length === 0) return []
+      const sql = mysqlStatements(req.table)
+      return transaction('lease extension', async (query) => {
+        const ok = [...(await fence(query, req.table, req.rows))]
+        if (ok.length > 0) await query(sql.extendLease(ok.length), [microseconds(req.leaseMs), ...ok])
+        return ok
+      })
+    },
+    async purge(req: PurgeRequest): Promise<number> {
+      if (req.states.length === 0) return 0
+      const sql = mysqlStatements(req.table)
+      const statement = sql.purge(req.states.length)
+      const params = [...req.states, microseconds(req.olderThanMs)]
+      return write('purge', statement, params)
+    },
+    async redrive(req: RedriveRequest): Promise<number> {
+      const sql = mysqlStatements(req.table)
+      return write('redrive', sql.redrive(req.ids?.length, req.topics?.length), [
+        ...(req.ids ?? []),
+        ...(req.topics ?? []),
+      ])
+    },
+    async stats(req: StatsRequest): Promise<StatsRow[]> {
+      const sql = mysqlStatements(req.table)
+      const states = req.includeDelivered
+        ? ['pending', 'processing', 'dead', 'delivered']
+        : ['pending', 'processing', 'dead']
+      const { rows } = await run('stats', sql.stats(states.length), states)
+      return rows.map((r) => ({
+        topic: text(r.topic),
+        state: text(r.state) as OutboxState,
+        count: num(r.n),
+        oldestAgeMs: Math.max(0, Math.round(num(r.oldest_age_ms))),
+        oldestDueLagMs:
+          r.oldest_due_lag_ms === null || r.oldest_due_lag_ms === undefined
+            ? null
+            : Math.max(0, Math.round(num(r.oldest_due_lag_ms))),
+      }))
+    },
+    async listDead(req: ListDeadRequest): Promise<DeadRow[]> {
+      const sql = mysqlStatements(req.table)
+      const { rows } = await run(
+        'listing dead messages',
+        sql.listDead(req.topics?.length, req.after !== undefined, Math.max(1, Math.floor(req.limit))),
+        [...(req.topics ?? []), ...(req.after ? [req.after.deadAtMs, req.after.deadAtMs, req.after.id] : [])],
+      )
+      return rows.map((r) => ({
+        id: text(r.id),
+        topic: text(r.topic),
+        key: textOrNull(r.key),
+        payload: text(r.payload),
+        headers: text(r.headers),
+        attempts: num(r.attempts),
+        lastError: textOrNull(r.last_error),
+        createdAtMs: num(r.created_ms),
+        deadAtMs: num(r.dead_ms),
+      }))
+    },
+    async discard(req: DiscardRequest): Promise<number> {
+      const sql = mysqlStatements(req.table)
+      return write('discard', sql.discard(req.ids?.length, req.topics?.length), [
+        ...(req.ids ?? []),
+        ...(req.topics ?? []),
+      ])
+    },
+    async blockedKeys(req: BlockedKeysRequest): Promise<BlockedKeyRow[]> {
+      const sql = mysqlStatements(req.table)
+      const { rows } = await run(
+        'listing blocked keys',
+        sql.blockedKeys({
+          continueAfterDead: req.continueAfterDead.length,
+          topics: req.topics?.length,
+          afterKey: req.afterKey !== undefined,
+          includeRetrying: req.includeRetrying,
+          limit: Math.max(1, Math.floor(req.limit)),
+        }),
+        [
+          ...req.continueAfterDead,
+          ...(req.afterKey !== undefined ? [req.afterKey] : []),
+          ...(req.topics ?? []),
+        ],
+      )
+      return rows.map((r) => ({
+        key: text(r.key),
+        headId: text(r.id),
+        headTopic: text(r.topic),
+        headState: text(r.state) as 'dead' | 'pending',
+        headAttempts: num(r.attempts),
+        headLastError: textOrNull(r.last_error),
+        headSinceMs: num(r.since_ms),
+        headCreatedAtMs: num(r.created_ms),
+        waiting: num(r.waiting),
+      }))
+    },
+    close: () => executor.close(),
+  }
+}

@@ -1,0 +1,228 @@
+import type { Outbox } from '../../outbox/define-outbox.js'
+import { toOutboxError } from '../../outbox/errors.js'
+import type {
+  BlockedKeyRow,
+  BlockedKeysRequest,
+  ClaimedRow,
+  ClaimRequest,
+  DeadRow,
+  DiscardRequest,
+  ExtendLeaseRequest,
+  ListDeadRequest,
+  OutboxBackend,
+  PurgeRequest,
+  RedriveRequest,
+  SettleRequest,
+  StatsRequest,
+  StatsRow,
+  WakeHandlers,
+  WakeSubscription,
+} from '../../protocol/backend.js'
+import { blockedKeyRowFrom, claimedRowFrom, deadRowFrom, statsRowFrom } from '../../protocol/backend-rows.js'
+import { postgresStatements } from './statements.js'
+
+/**
+ * The small slice of a PostgreSQL driver a relay backend needs. `@outboxkit/pg`,
+ * `@outboxkit/postgres-js` and `@outboxkit/pglite` each implement it in a few lines; core turns
+ * it into a full {@link OutboxBackend} with {@link createPostgresBackend}.
+ */
+export interface PostgresExecutor {
+  /** Driver name for error messages, e.g. `'pg'`. */
+  readonly name: string
+  /**
+   * Runs one parameterised statement outside any transaction (autocommit) and returns its rows.
+   * `statementName` is a stable name for drivers that cache prepared statements.
+   * Arrays in `params` are PostgreSQL arrays; strings bound to `::text` stay text.
+   */
+  query(text: string, params: readonly unknown[], statementName?: string): Promise<Record<string, unknown>[]>
+  /** Runs a multi-statement script in one implicit transaction (used by `migrate`). */
+  exec(script: string): Promise<void>
+  /** Optional LISTEN support on a dedicated connection that reconnects by itself. */
+  listen?(channel: string, handlers: WakeHandlers): Promise<WakeSubscription>
+  /** Releases what the executor created itself (never a user's pool). */
+  close(): Promise<void>
+}
+
+const names = new Map<string, string>()
+/**
+ * A prepared-statement name unique to the statement text (FNV-1a hash), so that outboxes on
+ * different tables sharing one connection never reuse a name for another statement.
+ */
+export function statementName(base: string, text: string): string {
+  let name = names.get(text)
+  if (!name) {
+    let h = 0x811c9dc5
+    for (let i = 0; i < text.length; i++) {
+      h ^= text.charCodeAt(i)
+      h = Math.imul(h, 0x01000193)
+    }
+    name = `${base}_${(h >>> 0).toString(36)}`
+    names.set(text, name)
+  }
+  return name
+}
+
+function rowsAffected(rows: Record<string, unknown>[]): number {
+  const n = rows[0]?.n
+  return typeof n === 'number' ? n : Number(n ?? 0)
+}
+
+/**
+ * Builds an {@link OutboxBackend} for PostgreSQL from a {@link PostgresExecutor}, using core's
+ * SQL: claim with `FOR UPDATE SKIP LOCKED` and a lease, attempts at claim, dead-letter at claim,
+ * fenced batched settles.
+ */
+export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend {
+  const source = executor.name
+  async function run(what: string, text: string, params: readonly unknown[], base?: string) {
+    try {
+      return await executor.query(text, params, base === undefined ? undefined : statementName(base, text))
+    } catch (err) {
+      throw toOutboxError(err, source, what)
+    }
+  }
+  const backend: OutboxBackend = {
+    name: source,
+    dialect: 'postgres',
+    async migrate(outbox: Outbox) {
+      try {
+        await executor.exec(postgresStatements(outbox.table).migrate)
+      } catch (err) {
+        throw toOutboxError(err, source, `migrate of table ${outbox.table.display}`)
+      }
+    },
+    async claim(req: ClaimRequest): Promise<ClaimedRow[]> {
+      const sql = postgresStatements(req.table)
+      const rows = await run(
+        'claim',
+        req.ordering ? sql.claimOrdered : sql.claim,
+        req.ordering
+          ? [req.topics, req.limit, req.leaseMs, req.maxAttempts, req.ordering.continueAfterDead]
+          : [req.topics, req.limit, req.leaseMs, req.maxAttempts],
+        req.ordering ? 'outboxkit_claim_ordered' : 'outboxkit_claim',
+      )
+      const claimed = new Array<ClaimedRow>(rows.length)
+      for (let i = 0; i < rows.length; i++) claimed[i] = claimedRowFrom(rows[i]!)
+      return claimed
+    },
+    async settle(req: SettleRequest): Promise<string[]> {
+      const n = req.settlements.length
+      if (n === 0) return []
+      const ids = new Array<string>(n)
+      const attempts = new Array<number>(n)
+      let allDelivered = !req.keepDelivered
+      for (let i = 0; i < n; i++) {
+        const s = req.settlements[i]!
+        ids[i] = s.id
+        attempts[i] = s.attempts
+        if (s.outcome !== 'delivered') allDelivered = false
+      }
+      const sql = postgresStatements(req.table)
+      let rows: Record<string, unknown>[]
+      if (allDelivered) {
+        // The common case: one fenced DELETE over two arrays instead of five, sent as array
+        // literals built here: ids are canonical UUID text and attempts integers, so neither needs
+        // quoting (a driver's generic array encoder quotes and escapes every element).
+        rows = await run(
+          'settle',
+          sql.settleDelivered,
+          [`{${ids.join(',')}}`, `{${attempts.join(',')}}`],
+          'outboxkit_settle_delivered',
+        )
+      } else {
+        const outcomes = new Array<string>(n)
+        const delays = new Array<number>(n)
+        const errors = new Array<string | null>(n)
+        for (let i = 0; i < n; i++) {
+          const s = req.settlements[i]!
+          outcomes[i] = s.outcome
+          delays[i] = s.outcome === 'retry' ? s.delayMs : 0
+          errors[i] = s.outcome === 'delivered' ? null : s.error
+        }
+        rows = await run(
+          'settle',
+          sql.settle,
+          [ids, attempts, outcomes, delays, errors, req.keepDelivered],
+          'outboxkit_settle',
+        )
+      }
+      // The statements return the ids that did NOT apply (fenced out): usually none.
+      if (rows.length === 0) return ids
+      const missed = new Set(rows.map((r) => r.id as string))
+      return ids.filter((id) => !missed.has(id))
+    },
+    async extendLease(req: ExtendLeaseRequest): Promise<string[]> {
+      if (req.rows.length === 0) return []
+      const sql = postgresStatements(req.table)
+      const rows = await run(
+        'lease extension',
+        sql.extendLease,
+        [req.rows.map((r) => r.id), req.rows.map((r) => r.attempts), req.leaseMs],
+        'outboxkit_extend',
+      )
+      return rows.map((r) => r.id as string)
+    },
+    async purge(req: PurgeRequest): Promise<number> {
+      const sql = postgresStatements(req.table)
+      const rows = await run(
+        'purge',
+        `WITH d AS (${sql.purge} RETURNING 1) SELECT count(*)::int AS n FROM d`,
+        [req.states, req.olderThanMs],
+      )
+      return rowsAffected(rows)
+    },
+    async redrive(req: RedriveRequest): Promise<number> {
+      const sql = postgresStatements(req.table)
+      const rows = await run(
+        'redrive',
+        `WITH d AS (${sql.redrive} RETURNING 1) SELECT count(*)::int AS n FROM d`,
+        [req.ids ?? null, req.topics ?? null],
+      )
+      return rowsAffected(rows)
+    },
+    async stats(req: StatsRequest): Promise<StatsRow[]> {
+      const sql = postgresStatements(req.table)
+      const states = req.includeDelivered
+        ? ['pending', 'processing', 'dead', 'delivered']
+        : ['pending', 'processing', 'dead']
+      const rows = await run('stats', sql.stats, [states], 'outboxkit_stats')
+      return rows.map(statsRowFrom)
+    },
+    async listDead(req: ListDeadRequest): Promise<DeadRow[]> {
+      const sql = postgresStatements(req.table)
+      const rows = await run('listing dead messages', sql.listDead, [
+        req.topics ?? null,
+        req.limit,
+        req.after?.deadAtMs ?? null,
+        req.after?.id ?? null,
+      ])
+      return rows.map(deadRowFrom)
+    },
+    async discard(req: DiscardRequest): Promise<number> {
+      const sql = postgresStatements(req.table)
+      const rows = await run(
+        'discard',
+        `WITH d AS (${sql.discard} RETURNING 1) SELECT count(*)::int AS n FROM d`,
+        [req.ids ?? null, req.topics ?? null],
+      )
+      return rowsAffected(rows)
+    },
+    async blockedKeys(req: BlockedKeysRequest): Promise<BlockedKeyRow[]> {
+      const sql = postgresStatements(req.table)
+      const rows = await run('listing blocked keys', sql.blockedKeys, [
+        req.continueAfterDead,
+        req.topics ?? null,
+        req.afterKey ?? null,
+        req.limit,
+        req.includeRetrying,
+      ])
+      return rows.map(blockedKeyRowFrom)
+    },
+    close: () => executor.close(),
+  }
+  if (executor.listen) {
+    const listen = executor.listen.bind(executor)
+    backend.listen = (channel: string, handlers: WakeHandlers) => listen(channel, handlers)
+  }
+  return backend
+}

@@ -1,0 +1,280 @@
+import type { Outbox } from '../../outbox/define-outbox.js'
+import { OutboxError, toOutboxError } from '../../outbox/errors.js'
+import type {
+  BlockedKeyRow,
+  BlockedKeysRequest,
+  ClaimedRow,
+  ClaimRequest,
+  DeadRow,
+  DiscardRequest,
+  ExtendLeaseRequest,
+  ListDeadRequest,
+  OutboxBackend,
+  PurgeRequest,
+  RedriveRequest,
+  SettleRequest,
+  StatsRequest,
+  StatsRow,
+  WakeHandlers,
+  WakeSubscription,
+} from '../../protocol/backend.js'
+import { blockedKeyRowFrom, claimedRowFrom, deadRowFrom, statsRowFrom } from '../../protocol/backend-rows.js'
+import { bindSqlite, type SqliteSql, sqliteStatements } from './statements.js'
+import { listenSqliteWake } from './wake.js'
+
+/**
+ * The small slice of a synchronous SQLite driver a relay backend needs (better-sqlite3 in
+ * `@outboxkit/sqlite`); core turns it into a full {@link OutboxBackend} with
+ * {@link createSqliteBackend}. Every method runs to completion before it returns.
+ */
+export interface SqliteExecutor {
+  /** Driver name for error messages, e.g. `'sqlite'`. */
+  readonly name: string
+  /** Runs one statement that returns rows (a SELECT, or a write with `RETURNING`). */
+  all(sql: string, params: readonly unknown[]): Record<string, unknown>[]
+  /** Runs one statement that returns no rows; returns how many rows it changed. */
+  run(sql: string, params: readonly unknown[]): { changes: number }
+  /** Runs a multi-statement script (used by `migrate`, inside {@link SqliteExecutor.immediate}). */
+  exec(script: string): void
+  /**
+   * Whether the connection is inside a transaction right now. Outside {@link SqliteExecutor.immediate}
+   * that is someone else's transaction on a shared connection (a `BEGIN` kept open across an
+   * `await`): the backend then never runs its own statements in it.
+   */
+  inTransaction(): boolean
+  /**
+   * Runs `fn` inside `BEGIN IMMEDIATE ... COMMIT` (`ROLLBACK` when it throws), so it holds the
+   * database's write lock from its first read. MUST NOT wait for the lock: when another connection
+   * holds it, throw at once an error whose `code` starts with `'SQLITE_BUSY'` (better-sqlite3:
+   * busy timeout 0 around the `BEGIN IMMEDIATE`). The backend retries without blocking the event
+   * loop, which a producer in the same process may need to finish the transaction that holds it.
+   */
+  immediate<T>(fn: () => T): T
+  /** How long the backend keeps retrying for the write lock before it fails with `TIMEOUT`, in ms. */
+  lockTimeoutMs(): number
+  /** Releases what the executor created itself (never a user's database). */
+  close(): Promise<void>
+}
+
+/** True for SQLite's "database is locked" errors (`SQLITE_BUSY`, `SQLITE_BUSY_SNAPSHOT`, ...). */
+export function isSqliteBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY')
+}
+
+const SKIPPED = Symbol('skipped')
+const MAX_LOCK_RETRY_MS = 50
+
+const sleep = (ms: number) =>
+  new Promise<void>((resolve) => {
+    setTimeout(resolve, ms)
+  })
+
+/**
+ * Builds an {@link OutboxBackend} for SQLite from a {@link SqliteExecutor}, using core's SQL.
+ *
+ * SQLite has one writer at a time, so claims are disjoint by construction: each claim is one
+ * `UPDATE ... RETURNING` (attempts at claim, the lease in `available_at`, dead-letter at claim) in
+ * a short `BEGIN IMMEDIATE` transaction, committed before `claim` returns. Settles are batched
+ * and fenced by attempts, like on PostgreSQL. Waiting for the write lock never blocks the event
+ * loop: the backend retries every few milliseconds, up to {@link SqliteExecutor.lockTimeoutMs}.
+ *
+ * A shared connection: when the executor's connection is inside someone else's open transaction,
+ * `claim` returns no rows (the next poll or wake claims them), and the other writes wait until
+ * that transaction ends. `listen` is the in-process wake: relays in the producers' process react
+ * right after a commit, others poll.
+ */
+export function createSqliteBackend(executor: SqliteExecutor): OutboxBackend {
+  const source = executor.name
+
+  /** Runs `fn` holding the write lock, in a transaction of its own. */
+  async function locked<T>(
+    what: string,
+    fn: () => T,
+    skipIfInTransaction = false,
+  ): Promise<T | typeof SKIPPED> {
+    const started = Date.now()
+    let timeoutMs: number | undefined
+    let pause = 1
+    let inTransaction = false
+    for (;;) {
+      try {
+        inTransaction = executor.inTransaction()
+        if (inTransaction && skipIfInTransaction) return SKIPPED
+        if (!inTransaction) return executor.immediate(fn)
+      } catch (err) {
+        if (!isSqliteBusy(err)) throw toOutboxError(err, source, what)
+      }
+      if (timeoutMs === undefined) {
+        try {
+          timeoutMs = executor.lockTimeoutMs()
+        } catch (err) {
+          throw toOutboxError(err, source, what)
+        }
+      }
+      const waited = Date.now() - started
+      if (waited >= timeoutMs) {
+        throw new OutboxError(
+          'TIMEOUT',
+          `${what} waited ${waited} ms for ${
+            inTransaction
+              ? 'the transaction open on its connection (a BEGIN kept open across an await) to end'
+              : "SQLite's write lock (another connection holds a write transaction)"
+          }. Keep write transactions short, or give the backend a longer busy timeout.`,
+          { source },
+        )
+      }
+      await sleep(Math.min(pause, timeoutMs - waited))
+      pause = Math.min(pause * 2, MAX_LOCK_RETRY_MS)
+    }
+  }
+
+  /** Runs `fn` holding the write lock; the result, never skipped. */
+  async function write<T>(what: string, fn: () => T): Promise<T> {
+    return (await locked(what, fn)) as T
+  }
+
+  const all = (statement: SqliteSql, args: Record<string, unknown>) =>
+    executor.all(statement.sql, bindSqlite(statement, args))
+  const changes = (statement: SqliteSql, args: Record<string, unknown>) =>
+    executor.run(statement.sql, bindSqlite(statement, args)).changes
+  const list = (values: readonly string[] | undefined) =>
+    values === undefined ? null : JSON.stringify(values)
+  /** Reads outside a write transaction (WAL readers never wait for the writer). */
+  function read<T>(what: string, fn: () => T): T {
+    try {
+      return fn()
+    } catch (err) {
+      throw toOutboxError(err, source, what)
+    }
+  }
+
+  return {
+    name: source,
+    dialect: 'sqlite',
+    async migrate(outbox: Outbox) {
+      await write(`migrate of table ${outbox.table.display}`, () =>
+        executor.exec(sqliteStatements(outbox.table).migrate),
+      )
+    },
+    async claim(req: ClaimRequest): Promise<ClaimedRow[]> {
+      const sql = sqliteStatements(req.table)
+      const rows = await locked(
+        'claim',
+        () =>
+          req.ordering
+            ? all(sql.claimOrdered, {
+                topics: JSON.stringify(req.topics),
+                limit: req.limit,
+                lease_ms: Math.ceil(req.leaseMs),
+                max_attempts: req.maxAttempts,
+                continue_topics: JSON.stringify(req.ordering.continueAfterDead),
+              })
+            : all(sql.claim, {
+                topics: JSON.stringify(req.topics),
+                limit: req.limit,
+                lease_ms: Math.ceil(req.leaseMs),
+                max_attempts: req.maxAttempts,
+              }),
+        true,
+      )
+      if (rows === SKIPPED) return []
+      return rows.map(claimedRowFrom)
+    },
+    async settle(req: SettleRequest): Promise<string[]> {
+      if (req.settlements.length === 0) return []
+      const sql = sqliteStatements(req.table)
+      let delivered = false
+      let other = req.keepDelivered
+      const settlements = JSON.stringify(
+        req.settlements.map((s) => {
+          if (s.outcome === 'delivered') delivered = true
+          else other = true
+          return [
+            s.id,
+            s.attempts,
+            s.outcome,
+            s.outcome === 'retry' ? Math.ceil(s.delayMs) : 0,
+            s.outcome === 'delivered' ? null : s.error,
+          ]
+        }),
+      )
+      return write('settle', () => {
+        const ids: string[] = []
+        if (delivered && !req.keepDelivered) {
+          for (const r of all(sql.settleDelete, { settlements })) ids.push(r.id as string)
+        }
+        if (other) {
+          for (const r of all(sql.settleUpdate, { settlements, keep_delivered: req.keepDelivered }))
+            ids.push(r.id as string)
+        }
+        return ids
+      })
+    },
+    async extendLease(req: ExtendLeaseRequest): Promise<string[]> {
+      if (req.rows.length === 0) return []
+      const sql = sqliteStatements(req.table)
+      const rows = JSON.stringify(req.rows.map((r) => [r.id, r.attempts]))
+      return write('lease extension', () =>
+        all(sql.extendLease, { rows, lease_ms: Math.ceil(req.leaseMs) }).map((r) => r.id as string),
+      )
+    },
+    async purge(req: PurgeRequest): Promise<number> {
+      const sql = sqliteStatements(req.table)
+      return write('purge', () =>
+        changes(sql.purge, { states: JSON.stringify(req.states), older_than_ms: req.olderThanMs }),
+      )
+    },
+    async redrive(req: RedriveRequest): Promise<number> {
+      const sql = sqliteStatements(req.table)
+      return write('redrive', () => changes(sql.redrive, { ids: list(req.ids), topics: list(req.topics) }))
+    },
+    async stats(req: StatsRequest): Promise<StatsRow[]> {
+      const sql = sqliteStatements(req.table)
+      const states = req.includeDelivered
+        ? ['pending', 'processing', 'dead', 'delivered']
+        : ['pending', 'processing', 'dead']
+      const rows = read('stats', () => all(sql.stats, { states: JSON.stringify(states) }))
+      return rows.map(statsRowFrom)
+    },
+    async listDead(req: ListDeadRequest): Promise<DeadRow[]> {
+      const sql = sqliteStatements(req.table)
+      const rows = read('listing dead messages', () =>
+        all(sql.listDead, {
+          topics: list(req.topics),
+          limit: req.limit,
+          after_ms: req.after?.deadAtMs ?? null,
+          after_id: req.after?.id ?? null,
+        }),
+      )
+      return rows.map(deadRowFrom)
+    },
+    async discard(req: DiscardRequest): Promise<number> {
+      const sql = sqliteStatements(req.table)
+      return write('discard', () => changes(sql.discard, { ids: list(req.ids), topics: list(req.topics) }))
+    },
+    async blockedKeys(req: BlockedKeysRequest): Promise<BlockedKeyRow[]> {
+      const sql = sqliteStatements(req.table)
+      const rows = read('listing blocked keys', () =>
+        all(sql.blockedKeys, {
+          continue_topics: JSON.stringify(req.continueAfterDead),
+          topics: list(req.topics),
+          after_key: req.afterKey ?? null,
+          limit: req.limit,
+          include_retrying: req.includeRetrying,
+        }),
+      )
+      return rows.map(blockedKeyRowFrom)
+    },
+    async listen(channel: string, handlers: WakeHandlers): Promise<WakeSubscription> {
+      const off = listenSqliteWake(channel, () => handlers.onWake())
+      handlers.onConnect?.()
+      return {
+        async close() {
+          off()
+        },
+      }
+    },
+    close: () => executor.close(),
+  }
+}

@@ -1,0 +1,274 @@
+import type { Outbox, TableRef } from '../outbox/define-outbox.js'
+import type { OutboxDialect } from '../outbox/dialect.js'
+
+/** A message row as returned by {@link OutboxBackend.claim}. */
+export interface ClaimedRow {
+  /** UUIDv7 id. */
+  readonly id: string
+  readonly topic: string
+  readonly key: string | null
+  /** The payload as JSON text (the relay parses it once). */
+  readonly payload: string
+  /** The headers as JSON text. */
+  readonly headers: string
+  /** Attempts after this claim (1-based: the first delivery has 1). */
+  readonly attempts: number
+  /** `created_at` in epoch milliseconds. */
+  readonly createdAtMs: number
+  /**
+   * `'processing'`: claimed for delivery, run the handler. `'dead'`: the row had already used
+   * `maxAttempts` without a result (its relay crashed or its handler hung) and the claim
+   * dead-lettered it instead; do not run the handler.
+   */
+  readonly state: 'processing' | 'dead'
+  /** For `'dead'` rows, the reason written to `last_error`. */
+  readonly lastError?: string | null
+  /**
+   * The row belongs to an ordered topic (it has a `seq`): it is the head of its key, and settling
+   * it may make the key's next message claimable. Set by {@link OutboxBackend.claim} for
+   * `orderedTopics` requests.
+   */
+  readonly ordered?: boolean
+}
+
+/** What a relay asks {@link OutboxBackend.claim} for. */
+export interface ClaimRequest {
+  readonly table: TableRef
+  /** Only rows of these topics (the relay's handlers). */
+  readonly topics: readonly string[]
+  /** At most this many rows (the relay's free concurrency slots, capped by `batchSize`). */
+  readonly limit: number
+  /** The lease: claimed rows are invisible to other claims until `now() + leaseMs`. */
+  readonly leaseMs: number
+  /** Rows whose `attempts` already reached this are dead-lettered at claim, not delivered. */
+  readonly maxAttempts: number
+  /**
+   * Set when the outbox has ordered topics: then only the head of each key is claimed among rows
+   * of ordered topics (docs/ordering.md). Absent: every due row is claimable (no ordering).
+   */
+  readonly ordering?:
+    | {
+        /** Ordered topics whose dead messages do not block their key (`onDeadLetter: 'continue'`). */
+        readonly continueAfterDead: readonly string[]
+      }
+    | undefined
+}
+
+/** One handler outcome to write back, fenced by the attempts value seen at claim. */
+export type Settlement =
+  | { readonly id: string; readonly attempts: number; readonly outcome: 'delivered' }
+  | {
+      readonly id: string
+      readonly attempts: number
+      readonly outcome: 'retry'
+      readonly delayMs: number
+      readonly error: string
+    }
+  | { readonly id: string; readonly attempts: number; readonly outcome: 'dead'; readonly error: string }
+
+/** A batch of settlements for {@link OutboxBackend.settle}. */
+export interface SettleRequest {
+  readonly table: TableRef
+  /** `false`: delete delivered rows. `true`: keep them with `state = 'delivered'`. */
+  readonly keepDelivered: boolean
+  readonly settlements: readonly Settlement[]
+}
+
+/** Extends the lease of rows still being handled, fenced by attempts. */
+export interface ExtendLeaseRequest {
+  readonly table: TableRef
+  readonly leaseMs: number
+  readonly rows: readonly { readonly id: string; readonly attempts: number }[]
+}
+
+/** Which rows {@link OutboxBackend.purge} deletes. */
+export interface PurgeRequest {
+  readonly table: TableRef
+  /** Terminal states to delete. */
+  readonly states: readonly ('dead' | 'delivered')[]
+  /** Only rows settled more than this long ago (by `available_at`). Default 0: all. */
+  readonly olderThanMs: number
+}
+
+/** Which dead rows {@link OutboxBackend.redrive} puts back to `pending`. */
+export interface RedriveRequest {
+  readonly table: TableRef
+  /** Only these ids (optional). */
+  readonly ids?: readonly string[] | undefined
+  /** Only these topics (optional). */
+  readonly topics?: readonly string[] | undefined
+}
+
+/** The states of an outbox row. */
+export type OutboxState = 'pending' | 'processing' | 'delivered' | 'dead'
+
+/** What {@link OutboxBackend.stats} counts. */
+export interface StatsRequest {
+  readonly table: TableRef
+  /**
+   * Also count `'delivered'` rows (kept with `keepDelivered: true`). Default `false`: delivered
+   * rows can be many, and counting them is a scan the queue gauges should not pay for.
+   */
+  readonly includeDelivered?: boolean | undefined
+}
+
+/** One group of {@link OutboxBackend.stats}: the rows of one topic in one state. */
+export interface StatsRow {
+  readonly topic: string
+  readonly state: OutboxState
+  readonly count: number
+  /** Age of the oldest row of the group (`now() - created_at`, database clock), in ms. */
+  readonly oldestAgeMs: number
+  /**
+   * For `'pending'` and `'processing'`: how late the oldest due row is (`now() - available_at` of
+   * rows whose `available_at` has passed), in ms; `null` when no row of the group is due yet.
+   * `null` for terminal states.
+   */
+  readonly oldestDueLagMs: number | null
+}
+
+/** Which dead rows {@link OutboxBackend.listDead} returns, newest death first. */
+export interface ListDeadRequest {
+  readonly table: TableRef
+  /** Only these topics (optional). */
+  readonly topics?: readonly string[] | undefined
+  /** At most this many rows. */
+  readonly limit: number
+  /** The cursor: the last row of the previous page (its `deadAtMs` and `id` as returned). */
+  readonly after?: { readonly deadAtMs: number; readonly id: string } | undefined
+}
+
+/** A dead-lettered row as {@link OutboxBackend.listDead} returns it. */
+export interface DeadRow {
+  readonly id: string
+  readonly topic: string
+  readonly key: string | null
+  /** The payload as JSON text. */
+  readonly payload: string
+  /** The headers as JSON text. */
+  readonly headers: string
+  readonly attempts: number
+  /** The handler's error message, the `Cancel` reason, or why the claim gave up. */
+  readonly lastError: string | null
+  /** `created_at` in epoch milliseconds. */
+  readonly createdAtMs: number
+  /** When the row was dead-lettered (`available_at` of a dead row), in epoch milliseconds. */
+  readonly deadAtMs: number
+}
+
+/** Which keys {@link OutboxBackend.blockedKeys} lists. */
+export interface BlockedKeysRequest {
+  readonly table: TableRef
+  /** Ordered topics whose dead messages do not block their key (`onDeadLetter: 'continue'`). */
+  readonly continueAfterDead: readonly string[]
+  /** Only keys whose head is of these topics (optional). */
+  readonly topics?: readonly string[] | undefined
+  /** Also list keys whose head is pending a retry (it failed and waits for its backoff). */
+  readonly includeRetrying: boolean
+  /** At most this many keys. */
+  readonly limit: number
+  /** The cursor: list keys sorted after this one. */
+  readonly afterKey?: string | undefined
+}
+
+/** A key of an ordered topic whose head message holds back the rest, from {@link OutboxBackend.blockedKeys}. */
+export interface BlockedKeyRow {
+  readonly key: string
+  /** The head: the key's oldest message that is not delivered. */
+  readonly headId: string
+  readonly headTopic: string
+  /** `'dead'`: blocked until the head is redriven or discarded. `'pending'`: retrying. */
+  readonly headState: 'dead' | 'pending'
+  readonly headAttempts: number
+  readonly headLastError: string | null
+  /** The head's `available_at` in epoch ms: when it died, or when its next attempt is due. */
+  readonly headSinceMs: number
+  /** The head's `created_at` in epoch ms. */
+  readonly headCreatedAtMs: number
+  /** Messages of the key behind the head, waiting (pending or processing). */
+  readonly waiting: number
+}
+
+/** Which dead rows {@link OutboxBackend.discard} deletes. */
+export interface DiscardRequest {
+  readonly table: TableRef
+  /** Only these ids (optional). */
+  readonly ids?: readonly string[] | undefined
+  /** Only these topics (optional). */
+  readonly topics?: readonly string[] | undefined
+}
+
+/** A live LISTEN subscription returned by {@link OutboxBackend.listen}. */
+export interface WakeSubscription {
+  /** Stops listening and releases the listening connection. */
+  close(): Promise<void>
+}
+
+/** Callbacks of {@link OutboxBackend.listen}. */
+export interface WakeHandlers {
+  /** A publishing transaction committed on this channel. May be called spuriously; never required for correctness. */
+  onWake(): void
+  /** The listening connection failed or was cut; the backend reconnects on its own. */
+  onError(error: unknown): void
+  /** The listening connection is (re)established. */
+  onConnect?(): void
+}
+
+/**
+ * The protocol between the relay engine and a database. One implementation per driver (pg,
+ * postgres.js, PGlite, ...); SQL per dialect is provided by core so backends stay thin.
+ *
+ * Every implementation MUST keep these rules, which the conformance suite checks:
+ * - **Claims are atomic and disjoint.** Two concurrent `claim` calls, from this process or any
+ *   other, never return the same row while its lease runs (PostgreSQL: `FOR UPDATE SKIP LOCKED`
+ *   in one statement that also writes the lease).
+ * - **Attempts count at claim.** `claim` increments `attempts` and moves `available_at` to the
+ *   lease deadline in the same statement; a row whose `attempts` already reached `maxAttempts` is
+ *   set to `'dead'` instead and returned with `state: 'dead'`.
+ * - **Settles are fenced.** `settle` only changes rows whose `attempts` still equals the claimed
+ *   value and whose state is still `'processing'`, so a stale relay cannot overwrite a newer claim.
+ * - **Ordered rows are claimed head first.** With {@link ClaimRequest.ordering}, a row that has a
+ *   `seq` (a message of an ordered topic) is claimed only while no row of the same `key` with a
+ *   smaller `seq` is pending, processing, or dead (a dead one of a `continueAfterDead` topic does
+ *   not count), so a key has at most one message in flight (see docs/ordering.md).
+ * - **No handler runs inside a transaction.** `claim` commits before it returns; handlers run
+ *   between `claim` and `settle` with no transaction or lock held.
+ * - **Never owns what it was given.** A backend built around a user's pool or client leaves it
+ *   open in `close()`; a backend that created its own connections closes them.
+ */
+export interface OutboxBackend {
+  /** Short name used in error messages, e.g. `'pg'`. */
+  readonly name: string
+  /** SQL dialect of the database. */
+  readonly dialect: OutboxDialect
+  /** Creates the table and indexes if missing. MUST be idempotent and safe to run concurrently. */
+  migrate(outbox: Outbox): Promise<void>
+  /** Claims up to `limit` due rows (see the rules above). MUST commit before returning. */
+  claim(request: ClaimRequest): Promise<ClaimedRow[]>
+  /** Writes outcomes, fenced by attempts. Returns the ids whose settle took effect. */
+  settle(request: SettleRequest): Promise<string[]>
+  /** Pushes the lease of still-running rows forward, fenced by attempts. Returns ids extended. */
+  extendLease?(request: ExtendLeaseRequest): Promise<string[]>
+  /**
+   * Optional LISTEN on `channel`. Wakes only cut latency: the relay keeps polling, so a backend
+   * without `listen`, or a lost notification, costs latency, never correctness.
+   */
+  listen?(channel: string, handlers: WakeHandlers): Promise<WakeSubscription>
+  /** Deletes terminal rows. Returns how many. */
+  purge(request: PurgeRequest): Promise<number>
+  /** Moves dead rows back to `pending` with `attempts = 0`. Returns how many. */
+  redrive(request: RedriveRequest): Promise<number>
+  /**
+   * Optional: row counts by topic and state, with the age of the oldest row and the lag of the
+   * oldest due row, in one read-only statement (used by the CLI and the relay's queue gauges).
+   */
+  stats?(request: StatsRequest): Promise<StatsRow[]>
+  /** Optional: dead rows with their `last_error`, newest death first, in one statement. */
+  listDead?(request: ListDeadRequest): Promise<DeadRow[]>
+  /** Optional: deletes dead rows (by ids, topics, or all) in one statement. Returns how many. */
+  discard?(request: DiscardRequest): Promise<number>
+  /** Optional: keys of ordered topics held back by a dead (or retrying) head, in one statement. */
+  blockedKeys?(request: BlockedKeysRequest): Promise<BlockedKeyRow[]>
+  /** Releases connections the backend created itself. Using the backend later reopens them. */
+  close(): Promise<void>
+}
