@@ -136,8 +136,5 @@ export {
   type Publisher,
   routePublisher,
 } from './protocol/publisher.js'
-export {
-  backoffDelay,
-  type ResolvedRetryPolicy,
-  resolveRetryPolicy,
-} from './relay/retry.js'
+export { backoffDelay } from './relay/backoff.js'
+export { type ResolvedRetryPolicy, resolveRetryPolicy } from './relay/retry.js'

@@ -33,18 +33,9 @@ export type { MessageOptions, PublishMessage, PublishResult } from './outbox/mes
 export type { StandardSchemaV1 } from './outbox/standard-schema.js'
 export type { OutboxBackend, OutboxState } from './protocol/backend.js'
 export type { PublishFn, PublishManyFn } from './protocol/publisher.js'
-export type {
-  DeadLetterReason,
-  DeliveredMessage,
-  Handler,
-  HandlerContext,
-  Handlers,
-  Relay,
-  RelayEvents,
-  RelayOptions,
-  RelayStats,
-  StopOptions,
-} from './relay/create-relay.js'
+export type { DeadLetterReason, DeliveredMessage, Handler, HandlerContext, Handlers } from './relay/handler-types.js'
+export type { RelayState } from './relay/lifecycle.js'
+export type { Relay, RelayEvents, RelayOptions, RelayStats, StopOptions } from './relay/relay-types.js'
 export { createRelay } from './relay/create-relay.js'
 export type { RelayTelemetryOptions } from './relay/relay-telemetry.js'
 export { Cancel, Retry, type RetryOptions, type RetryPolicy } from './relay/retry.js'

@@ -1,6 +1,6 @@
 import type { SafeLogger } from '../telemetry/logger.js'
-import type { Relay } from './create-relay.js'
 import type { RelayTelemetry } from './relay-telemetry.js'
+import type { Relay } from './relay-types.js'
 
 /** What {@link instrumentRelay} reports about. */
 export interface RelayInstrumentation {

@@ -16,7 +16,8 @@ import type { SafeLogger } from '../telemetry/logger.js'
 import { INSTRUMENTATION_SCOPE } from '../telemetry/metric-names.js'
 import { loadOtel, otelNow } from '../telemetry/otel.js'
 import { headerValue, parseTraceparent } from '../telemetry/trace-context.js'
-import type { DeliveredMessage, Relay } from './create-relay.js'
+import type { DeliveredMessage } from './handler-types.js'
+import type { Relay } from './relay-types.js'
 import { Cancel } from './retry.js'
 
 /** Telemetry options of a relay (the `telemetry` option of `createRelay`). */

@@ -91,18 +91,3 @@ export function resolveRetryPolicy(policy: RetryPolicy = {}): ResolvedRetryPolic
     throw bad('jitter (a fraction from 0 to 1)', jitter)
   return { baseMs, maxMs, jitter }
 }
-
-/**
- * The backoff delay after failed attempt number `attempt` (1-based):
- * `d = min(maxMs, baseMs * 2^(attempt-1))`, then `d - jitter * d * random()`.
- *
- * @param random - a number in [0, 1); injectable for tests
- */
-export function backoffDelay(
-  policy: ResolvedRetryPolicy,
-  attempt: number,
-  random: number = Math.random(),
-): number {
-  const exp = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, Math.min(attempt - 1, 60)))
-  return Math.round(exp - policy.jitter * exp * random)
-}
