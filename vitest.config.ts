@@ -22,6 +22,8 @@ export default defineConfig({
       ? ['default', ['json', { outputFile: process.env.OUTBOXKIT_TEST_REPORT }]]
       : ['default'],
     include: ['packages/*/test/**/*.test.ts'],
+    // Chooses PostgreSQL and MariaDB once (URL variable, local server, or a Docker container) and sets DATABASE_URL/MYSQL_URL.
+    globalSetup: ['./packages/conformance/src/test-databases-setup.ts'],
     // Generous bounds: they only matter when something hangs, and a loaded 2-core machine can take
     // many seconds to start an embedded PGlite. Tests wait on events, never on these.
     testTimeout: 60_000,

@@ -2,12 +2,16 @@ import Database from 'better-sqlite3'
 import mysql from 'mysql2/promise'
 import pg from 'pg'
 
+import { LOCAL_MYSQL_URL, LOCAL_POSTGRES_URL } from './test-databases.js'
+
 /**
- * The PostgreSQL server the tests use: `DATABASE_URL` when set, else the local server at
- * 127.0.0.1:5432 (database `test`, trust auth).
+ * The PostgreSQL server the tests use: `DATABASE_URL`, which the repository's vitest
+ * `globalSetup` sets to the server it chose (the variable as given, else the local server when it
+ * answers, else a container: see `test-databases.ts`); without that setup, `DATABASE_URL` when set,
+ * else the local server at 127.0.0.1:5432 (database `test`, trust auth).
  */
 export function testDatabaseUrl(): string {
-  return process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+  return process.env.DATABASE_URL ?? LOCAL_POSTGRES_URL
 }
 
 /** Raw SQL on a connection of its own: how the suites look at the database. */
@@ -29,11 +33,13 @@ export function serverInspector(url = testDatabaseUrl()): Inspector {
 }
 
 /**
- * The MySQL/MariaDB server the tests use: `MYSQL_URL` when set, else the local server at
+ * The MySQL/MariaDB server the tests use: `MYSQL_URL`, which the repository's vitest `globalSetup`
+ * sets to the server it chose when the run's dialects include `mysql` (as for
+ * {@link testDatabaseUrl}); otherwise `MYSQL_URL` when set, else the local server at
  * 127.0.0.1:3306 (database `test`, user root without password).
  */
 export function testMysqlUri(): string {
-  return process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
+  return process.env.MYSQL_URL ?? LOCAL_MYSQL_URL
 }
 
 /**
