@@ -25,6 +25,13 @@ export {
 } from './dialect-sql.js'
 export { DIALECTS, parseDialects } from './matrix.js'
 export {
+  MemoryBackend,
+  type MemoryMessage,
+  type MemoryOperation,
+  type MemoryRow,
+  memoryBackend,
+} from './memory-backend.js'
+export {
   type PublishContext,
   type PublishHarness,
   type RefusedHandle,
