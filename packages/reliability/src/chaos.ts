@@ -1,6 +1,8 @@
+import type { Outbox } from '@outboxkit/core'
 import { quoteIdent } from '@outboxkit/core/adapter'
+import type pg from 'pg'
 import { pollUntil, quietPool, randomInt, reliabilityDatabaseUrl } from './database.js'
-import { createLedger, dropLedger, ledgerTables } from './ledger.js'
+import { createLedger, dropLedger, type LedgerTables, ledgerTables } from './ledger.js'
 import { type ProducerStats, produce } from './producer.js'
 import { RelayFleet } from './relay-fleet.js'
 import type { RelayWorkerConfig } from './relay-worker-config.js'
@@ -73,14 +75,60 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosReport>
   const tables = ledgerTables(prefix)
   const pool = quietPool({ connectionString: url, max: (options.producers ?? 3) * 2 + 4 })
   const relays = options.relays ?? 3
-  const concurrency = options.concurrency ?? 10
-  const maxMessages = options.messages ?? 3_000
-  const deadline = options.durationMs === undefined ? Infinity : Date.now() + options.durationMs
-  const killEvery = options.killEveryMs ?? [2_000, 4_000]
-  const maxBacklog = options.maxBacklog ?? 5_000
   const t0 = Date.now()
   const outbox = await createLedger(pool, tables)
-  const config = (n: number): RelayWorkerConfig => ({
+  const fleet = new RelayFleet({
+    pool,
+    tables,
+    config: (n) => chaosWorkerConfig(options, url, tables, prefix, n),
+  })
+  try {
+    await fleet.spawnMany(relays)
+    log(`${relays} relays running; producing`)
+    const tProduce = Date.now()
+    const { producer } = await produceWhileKilling(options, pool, outbox, tables, fleet, log)
+    const produceMs = Date.now() - tProduce
+    log(
+      `produced ${producer.committedMessages} committed, ${producer.rolledBackMessages} rolled back; draining`,
+    )
+    const tDrain = Date.now()
+    await pollUntil(async () => (await liveRows(pool, tables)) === 0, {
+      timeoutMs: options.drainTimeoutMs ?? 120_000,
+      intervalMs: 200,
+      what: 'the outbox to drain',
+    })
+    const drainMs = Date.now() - tDrain
+    await fleet.stop()
+    const verdict = await computeVerdict(pool, tables)
+    const kills = fleet.deaths.filter((d) => d.cause === 'killed')
+    return {
+      verdict,
+      producer,
+      relays,
+      kills: kills.length,
+      inFlightAtKill: kills.reduce((a, d) => a + d.inFlight, 0),
+      relayErrors: relayErrorCounts(fleet),
+      produceMs,
+      drainMs,
+      totalMs: Date.now() - t0,
+    }
+  } finally {
+    await fleet.stop(5_000).catch(() => {})
+    if (!options.keepTables) await dropLedger(pool, tables).catch(() => {})
+    await pool.end()
+  }
+}
+
+/** The worker config of relay number `n` of a chaos run. */
+function chaosWorkerConfig(
+  options: ChaosOptions,
+  url: string,
+  tables: LedgerTables,
+  prefix: string,
+  n: number,
+): RelayWorkerConfig {
+  const concurrency = options.concurrency ?? 10
+  return {
     url,
     tables,
     applicationName: `${prefix.slice(0, 40)}_r${n}`,
@@ -101,98 +149,92 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosReport>
       sleepMs: options.sleepMs ?? [0, 10],
     },
     graceMs: 10_000,
-  })
-  const fleet = new RelayFleet({ pool, tables, config })
-  try {
-    await fleet.spawnMany(relays)
-    log(`${relays} relays running; producing`)
-    const tProduce = Date.now()
-    let producing = true
-    const live = async () =>
-      (
-        await pool.query(
-          `SELECT count(*)::int AS n FROM ${quoteIdent(tables.outbox)} WHERE state IN ('pending', 'processing')`,
-        )
-      ).rows[0].n as number
-    let lastBacklogCheck = 0
-    let throttled = false
-    const producing$ = produce({
-      pool,
-      outbox,
-      tables,
-      producers: options.producers ?? 3,
-      rollbackRate: options.rollbackRate ?? 0.2,
-      maxBatch: options.maxBatch ?? 5,
-      // Keep producing past `messages` until `minKills` relays were killed, so a fast machine
-      // cannot finish the run before the chaos it is meant to survive.
-      keepGoing: (s) =>
-        (s.committedMessages + s.rolledBackMessages < maxMessages ||
-          fleet.deaths.filter((d) => d.cause === 'killed').length < (options.minKills ?? 0)) &&
-        Date.now() < deadline,
-      async throttle() {
-        if (Date.now() - lastBacklogCheck > 200) {
-          lastBacklogCheck = Date.now()
-          throttled = (await live()) > maxBacklog
-        }
-        if (throttled) await new Promise((r) => setTimeout(r, 100))
-        return throttled
-      },
-    }).finally(() => {
-      producing = false
-    })
-    const replacements: Promise<unknown>[] = []
-    const killing$ = (async () => {
-      while (producing) {
-        const wait = randomInt(killEvery[0], killEvery[1])
-        const until = Date.now() + wait
-        while (producing && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
-        if (!producing) break
-        // Never kill the last running relay; replacements start in the background.
-        const running = fleet.running
-        if (running.length < 2) continue
-        const death = await fleet.kill(running[Math.floor(Math.random() * running.length)])
-        if (death) log(`killed relay ${death.pid}: ${death.inFlight} side effects in flight`)
-        replacements.push(fleet.spawn())
-      }
-    })()
-    const producer = await producing$
-    await killing$
-    await Promise.all(replacements)
-    const produceMs = Date.now() - tProduce
-    log(
-      `produced ${producer.committedMessages} committed, ${producer.rolledBackMessages} rolled back; draining`,
-    )
-    const tDrain = Date.now()
-    await pollUntil(async () => (await live()) === 0, {
-      timeoutMs: options.drainTimeoutMs ?? 120_000,
-      intervalMs: 200,
-      what: 'the outbox to drain',
-    })
-    const drainMs = Date.now() - tDrain
-    await fleet.stop()
-    const verdict = await computeVerdict(pool, tables)
-    const relayErrors: Record<string, number> = {}
-    for (const r of fleet.all) {
-      for (const e of r.errors) {
-        const k = `${e.during}:${e.code}`
-        relayErrors[k] = (relayErrors[k] ?? 0) + 1
-      }
-    }
-    const kills = fleet.deaths.filter((d) => d.cause === 'killed')
-    return {
-      verdict,
-      producer,
-      relays,
-      kills: kills.length,
-      inFlightAtKill: kills.reduce((a, d) => a + d.inFlight, 0),
-      relayErrors,
-      produceMs,
-      drainMs,
-      totalMs: Date.now() - t0,
-    }
-  } finally {
-    await fleet.stop(5_000).catch(() => {})
-    if (!options.keepTables) await dropLedger(pool, tables).catch(() => {})
-    await pool.end()
   }
+}
+
+/** Rows still to deliver. */
+async function liveRows(pool: pg.Pool, tables: LedgerTables): Promise<number> {
+  const { rows } = await pool.query(
+    `SELECT count(*)::int AS n FROM ${quoteIdent(tables.outbox)} WHERE state IN ('pending', 'processing')`,
+  )
+  return rows[0].n as number
+}
+
+/** Runs the producers while relays are killed at random and replaced; resolves when both are done. */
+async function produceWhileKilling(
+  options: ChaosOptions,
+  pool: pg.Pool,
+  outbox: Outbox,
+  tables: LedgerTables,
+  fleet: RelayFleet,
+  log: (line: string) => void,
+) {
+  const maxMessages = options.messages ?? 3_000
+  const deadline = options.durationMs === undefined ? Infinity : Date.now() + options.durationMs
+  const maxBacklog = options.maxBacklog ?? 5_000
+  let producing = true
+  let lastBacklogCheck = 0
+  let throttled = false
+  const producing$ = produce({
+    pool,
+    outbox,
+    tables,
+    producers: options.producers ?? 3,
+    rollbackRate: options.rollbackRate ?? 0.2,
+    maxBatch: options.maxBatch ?? 5,
+    // Keep producing past `messages` until `minKills` relays were killed, so a fast machine
+    // cannot finish the run before the chaos it is meant to survive.
+    keepGoing: (s) =>
+      (s.committedMessages + s.rolledBackMessages < maxMessages ||
+        fleet.deaths.filter((d) => d.cause === 'killed').length < (options.minKills ?? 0)) &&
+      Date.now() < deadline,
+    async throttle() {
+      if (Date.now() - lastBacklogCheck > 200) {
+        lastBacklogCheck = Date.now()
+        throttled = (await liveRows(pool, tables)) > maxBacklog
+      }
+      if (throttled) await new Promise((r) => setTimeout(r, 100))
+      return throttled
+    },
+  }).finally(() => {
+    producing = false
+  })
+  const replacements = await killAtRandom(fleet, options.killEveryMs ?? [2_000, 4_000], () => producing, log)
+  const producer = await producing$
+  await Promise.all(replacements)
+  return { producer }
+}
+
+/** Kills a running relay every `killEvery` ms (never the last one) while `active()`, spawning a replacement each time. */
+async function killAtRandom(
+  fleet: RelayFleet,
+  killEvery: readonly [number, number],
+  active: () => boolean,
+  log: (line: string) => void,
+): Promise<Promise<unknown>[]> {
+  const replacements: Promise<unknown>[] = []
+  while (active()) {
+    const until = Date.now() + randomInt(killEvery[0], killEvery[1])
+    while (active() && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+    if (!active()) break
+    // Never kill the last running relay; replacements start in the background.
+    const running = fleet.running
+    if (running.length < 2) continue
+    const death = await fleet.kill(running[Math.floor(Math.random() * running.length)]!)
+    if (death) log(`killed relay ${death.pid}: ${death.inFlight} side effects in flight`)
+    replacements.push(fleet.spawn())
+  }
+  return replacements
+}
+
+/** Relay errors survived, by `during:code`. */
+function relayErrorCounts(fleet: RelayFleet): Record<string, number> {
+  const counts: Record<string, number> = {}
+  for (const r of fleet.all) {
+    for (const e of r.errors) {
+      const k = `${e.during}:${e.code}`
+      counts[k] = (counts[k] ?? 0) + 1
+    }
+  }
+  return counts
 }
