@@ -101,62 +101,16 @@ function resolve(argv: string[]): { command: Command; rest: string[] } | undefin
  * exit code: 0 ok, 1 operational error, 2 usage error. Never throws.
  */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
-  const jsonWanted = argv.includes('--json')
-  const fail = (code: number, kind: string, message: string): number => {
-    io.stderr(jsonWanted ? JSON.stringify({ error: { code: kind, message } }) : `outboxkit: ${message}`)
-    return code
-  }
+  const fail = failWith(io, argv.includes('--json'))
   const [first] = argv
-  if (first === undefined || first === 'help' || first === '--help' || first === '-h') {
-    const target = first === 'help' && argv.length > 1 ? resolve(argv.slice(1)) : undefined
-    if (first === 'help' && argv.length > 1 && !target) {
-      return fail(
-        EXIT.usage,
-        'USAGE',
-        `unknown command ${JSON.stringify(argv.slice(1).join(' '))}. Run \`outboxkit --help\`.`,
-      )
-    }
-    if (first === undefined) {
-      io.stderr(mainHelp())
-      return EXIT.usage
-    }
-    io.stdout(target ? commandHelp(target.command) : mainHelp())
-    return EXIT.ok
-  }
+  if (first === undefined || first === 'help' || first === '--help' || first === '-h')
+    return help(argv, io, fail)
   if (first === '--version' || first === '-v') {
     io.stdout(version())
     return EXIT.ok
   }
   const found = resolve(argv)
-  if (!found) {
-    if (first === 'dead') {
-      if (argv[1] === '--help' || argv[1] === '-h') {
-        io.stdout(
-          `Dead-letter commands:\n\n${commands
-            .filter(
-              (c) =>
-                c.name.startsWith('dead ') ||
-                c.name === 'redrive' ||
-                c.name === 'discard' ||
-                c.name === 'purge',
-            )
-            .map((c) => `  ${c.usage}`)
-            .join('\n')}`,
-        )
-        return EXIT.ok
-      }
-      return fail(
-        EXIT.usage,
-        'USAGE',
-        'dead needs a subcommand: `outboxkit dead list`. Run `outboxkit dead --help`.',
-      )
-    }
-    return fail(
-      EXIT.usage,
-      'USAGE',
-      `unknown command ${JSON.stringify(first)}. Run \`outboxkit --help\` for the list.`,
-    )
-  }
+  if (!found) return notACommand(argv, io, fail)
   const { command, rest } = found
   let context: ReturnType<typeof createContext> | undefined
   try {
@@ -169,22 +123,85 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     await command.run(values as Record<string, unknown>, context)
     return EXIT.ok
   } catch (error) {
-    if (error instanceof UsageError) {
-      return fail(
-        EXIT.usage,
-        'USAGE',
-        `${error.message}\nRun \`outboxkit ${error.command ?? command.name} --help\`.`,
-      )
-    }
-    if (error instanceof MissingPackageError) return fail(EXIT.usage, 'MISSING_PACKAGE', error.message)
-    if (isOutboxError(error, 'INVALID_CONFIG')) {
-      return fail(EXIT.usage, error.code, error.message.replace(/^\[outboxkit\] /, ''))
-    }
-    const code = isOutboxError(error) ? error.code : 'ERROR'
-    const message = (error instanceof Error ? error.message : String(error)).replace(/^\[outboxkit\] /, '')
-    const hint = failureHint(error, context?.target, context?.outbox.table.display ?? 'outbox')
-    return fail(EXIT.operational, code, `${message}${hint ? `\n${hint}` : ''}`)
+    return failed(error, command.name, context, fail)
   } finally {
     await context?.close().catch(() => {})
   }
+}
+
+type Fail = (code: number, kind: string, message: string) => number
+
+/** Writes an error (as JSON with `--json`) and returns the exit code. */
+function failWith(io: CliIo, json: boolean): Fail {
+  return (code, kind, message) => {
+    io.stderr(json ? JSON.stringify({ error: { code: kind, message } }) : `outboxkit: ${message}`)
+    return code
+  }
+}
+
+/** `outboxkit`, `outboxkit --help`, `outboxkit help <command>`. */
+function help(argv: string[], io: CliIo, fail: Fail): number {
+  const [first] = argv
+  const target = first === 'help' && argv.length > 1 ? resolve(argv.slice(1)) : undefined
+  if (first === 'help' && argv.length > 1 && !target) {
+    return fail(
+      EXIT.usage,
+      'USAGE',
+      `unknown command ${JSON.stringify(argv.slice(1).join(' '))}. Run \`outboxkit --help\`.`,
+    )
+  }
+  if (first === undefined) {
+    io.stderr(mainHelp())
+    return EXIT.usage
+  }
+  io.stdout(target ? commandHelp(target.command) : mainHelp())
+  return EXIT.ok
+}
+
+/** An argv that names no command: `dead` alone, `dead --help`, or a typo. */
+function notACommand(argv: string[], io: CliIo, fail: Fail): number {
+  const [first] = argv
+  if (first !== 'dead') {
+    return fail(
+      EXIT.usage,
+      'USAGE',
+      `unknown command ${JSON.stringify(first)}. Run \`outboxkit --help\` for the list.`,
+    )
+  }
+  if (argv[1] === '--help' || argv[1] === '-h') {
+    const deadCommands = commands.filter(
+      (c) => c.name.startsWith('dead ') || c.name === 'redrive' || c.name === 'discard' || c.name === 'purge',
+    )
+    io.stdout(`Dead-letter commands:\n\n${deadCommands.map((c) => `  ${c.usage}`).join('\n')}`)
+    return EXIT.ok
+  }
+  return fail(
+    EXIT.usage,
+    'USAGE',
+    'dead needs a subcommand: `outboxkit dead list`. Run `outboxkit dead --help`.',
+  )
+}
+
+/** The exit code and message of a command that threw. */
+function failed(
+  error: unknown,
+  commandName: string,
+  context: ReturnType<typeof createContext> | undefined,
+  fail: Fail,
+): number {
+  if (error instanceof UsageError) {
+    return fail(
+      EXIT.usage,
+      'USAGE',
+      `${error.message}\nRun \`outboxkit ${error.command ?? commandName} --help\`.`,
+    )
+  }
+  if (error instanceof MissingPackageError) return fail(EXIT.usage, 'MISSING_PACKAGE', error.message)
+  if (isOutboxError(error, 'INVALID_CONFIG')) {
+    return fail(EXIT.usage, error.code, error.message.replace(/^\[outboxkit\] /, ''))
+  }
+  const code = isOutboxError(error) ? error.code : 'ERROR'
+  const message = (error instanceof Error ? error.message : String(error)).replace(/^\[outboxkit\] /, '')
+  const hint = failureHint(error, context?.target, context?.outbox.table.display ?? 'outbox')
+  return fail(EXIT.operational, code, `${message}${hint ? `\n${hint}` : ''}`)
 }
