@@ -1,7 +1,6 @@
 import type { GraphileSettings } from './contenders/graphile.js'
 import type { BenchRelayOptions, OutboxkitDriver } from './contenders/outboxkit.js'
 import type { BossSettings } from './contenders/pg-boss.js'
-import type { ProtoOptions } from './prototypes/relay.js'
 import type { BackendsJobSpec } from './scenarios/backends-job.js'
 import type { OrderingJobSpec } from './scenarios/ordering-job.js'
 
@@ -14,16 +13,6 @@ export type Job =
       count: number
       relay: BenchRelayOptions
       poolMax?: number
-      profileFile?: string
-    }
-  | {
-      kind: 'drain-proto'
-      url: string
-      count: number
-      relay: BenchRelayOptions
-      proto: ProtoOptions
-      claim: 'core' | 'any-array'
-      fastSettle?: boolean
       profileFile?: string
     }
   | { kind: 'drain-graphile'; url: string; count: number; settings: GraphileSettings }
@@ -68,26 +57,18 @@ export type PublishVariant =
   | 'pjs-business-only'
   | 'pjs-outboxkit-notify'
   | 'pjs-outboxkit-no-notify'
-  | 'proto-gated-hot'
   | 'ref-extra-select'
   | 'ref-second-row'
-  | 'proto-raw-no-notify'
+  | 'ref-raw-statement'
 
 /** The consumers of the latency scenario. */
-export type LatencyContender =
-  | 'outboxkit'
-  | 'outboxkit-no-notify'
-  | 'graphile-best'
-  | 'graphile-defaults'
-  | 'proto-adaptive'
+export type LatencyContender = 'outboxkit' | 'outboxkit-no-notify' | 'graphile-best' | 'graphile-defaults'
 
 /** Runs one job and returns its JSON-serialisable result. */
 export async function runJob(job: Job, progress: (data: unknown) => void): Promise<unknown> {
   switch (job.kind) {
     case 'drain-outboxkit':
       return (await import('./contenders/outboxkit.js')).drainOutboxkit(job)
-    case 'drain-proto':
-      return (await import('./prototypes/drain-proto.js')).drainProto(job)
     case 'drain-graphile':
       return (await import('./contenders/graphile.js')).drainGraphile(job)
     case 'drain-pg-boss':

@@ -10,7 +10,8 @@ import { round } from './stats.js'
 
 /**
  * CPU profiles of outboxkit's drain (defaults and tuned) and publish, summarised by self time per
- * function and per area (pg driver, outboxkit, Node internals, GC). `pnpm bench:profile`.
+ * function and per area (pg driver, outboxkit, Node internals, GC). `pnpm --filter @outboxkit/bench
+ * run bench:profile [--count=50000] [--out=bench/results/profile.md]`.
  */
 interface Node {
   id: number
@@ -22,7 +23,7 @@ interface Node {
 function area(url: string, fn: string): string {
   if (fn === '(garbage collector)') return 'GC'
   if (fn === '(idle)' || fn === '(program)') return fn
-  if (url.includes('/packages/core/src/telemetry')) return 'outboxkit core: telemetry.ts'
+  if (url.includes('/packages/core/src/telemetry')) return 'outboxkit core: telemetry'
   if (url.includes('/packages/core/')) return 'outboxkit core'
   if (url.includes('/packages/pg/')) return 'outboxkit pg adapter'
   if (url.includes('/packages/postgres-js/')) return 'outboxkit postgres-js adapter'
@@ -32,8 +33,6 @@ function area(url: string, fn: string): string {
   if (url.includes('/node_modules/pg/')) return 'pg (client, query objects)'
   if (url.includes('/postgres/')) return 'postgres.js'
   if (url.includes('/uuidv7/')) return 'uuidv7'
-  if (url.includes('/bench/src/prototypes/')) return 'prototype relay (bench/src/prototypes)'
-  if (url.includes('/packages/core/src/telemetry')) return 'outboxkit core: telemetry.ts'
   if (url.includes('/bench/src/')) return 'bench harness'
   if (url.startsWith('node:')) return `node:${url.slice(5).split('/')[0]}`
   if (fn && !url) return `native: ${fn}`
@@ -122,33 +121,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     )
     console.log(`drain ${name}: ${Math.round(result.perSecond)} msg/s, profile ${profile}`)
   }
-  {
-    await resetOutbox(url)
-    await loadOutboxBacklog(url, count)
-    const { PROTO_DRAIN, PROTO_DRAIN_LABEL } = await import('./prototypes/options.js')
-    const { result, profile } = await profiled<DrainResult>(
-      {
-        kind: 'drain-proto',
-        url,
-        count,
-        relay: PROTO_DRAIN.relay,
-        proto: PROTO_DRAIN.proto,
-        claim: 'any-array',
-        fastSettle: PROTO_DRAIN.fastSettle,
-      },
-      `${tmp}/drain-proto`,
-    )
-    const st = result.statements ?? {}
-    sections.push(
-      render(
-        'Drain, prototype relay (not core)',
-        summarise(profile),
-        `${PROTO_DRAIN_LABEL}. ${Math.round(result.perSecond)} msg/s; client CPU ${round((result.cpuUserMs + result.cpuSystemMs) / (result.messages / 1000), 0)} ms per 1k messages; ${st.claim} claims, ${st.settle} settles.`,
-      ),
-      '',
-    )
-    console.log(`drain proto: ${Math.round(result.perSecond)} msg/s, profile ${profile}`)
-  }
   await resetOutbox(url)
   const { result, profile } = await profiled<PublishResult>(
     {
@@ -165,7 +137,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     render('Publish, notify: false, 16 producers (pg)', summarise(profile), `${result.tps} tps.`),
     '',
   )
-  const outFile = fileURLToPath(new URL('../results/profile.md', import.meta.url))
+  const outFile =
+    process.argv.find((a) => a.startsWith('--out='))?.slice(6) ??
+    fileURLToPath(new URL('../results/profile.md', import.meta.url))
   writeFileSync(outFile, `${sections.join('\n')}\n`)
   console.log(sections.join('\n'))
 }

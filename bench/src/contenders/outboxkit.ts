@@ -135,7 +135,11 @@ export async function drainOutboxkit(spec: {
   })
 }
 
-/** Wraps a backend to count the statements the relay sends (claim, settle, ...). */
+/**
+ * Wraps a backend to count the statements the relay sends (claim, settle, ...). Every other member
+ * (optional capabilities included, whatever the build's `OutboxBackend` has) is forwarded unchanged,
+ * so the wrapper never hides a method from the relay.
+ */
 export function countStatements(inner: OutboxBackend): {
   backend: OutboxBackend
   counts: Record<string, number>
@@ -145,9 +149,7 @@ export function countStatements(inner: OutboxBackend): {
   const bump = (k: string, n = 1) => {
     counts[k] = (counts[k] ?? 0) + n
   }
-  const backend: OutboxBackend = {
-    ...inner,
-    migrate: (o) => inner.migrate(o),
+  const counted: Partial<OutboxBackend> = {
     async claim(req) {
       bump('claim')
       const rows = await inner.claim(req)
@@ -159,12 +161,17 @@ export function countStatements(inner: OutboxBackend): {
       bump('settledRows', req.settlements.length)
       return inner.settle(req)
     },
-    purge: (r) => inner.purge(r),
-    redrive: (r) => inner.redrive(r),
-    close: () => inner.close(),
   }
-  if (inner.listen) backend.listen = inner.listen.bind(inner)
-  if (inner.extendLease) backend.extendLease = inner.extendLease.bind(inner)
+  const bound = new Map<PropertyKey, unknown>()
+  const backend = new Proxy(inner, {
+    get(target, prop) {
+      if (prop in counted) return counted[prop as keyof OutboxBackend]
+      const value = Reflect.get(target, prop, target)
+      if (typeof value !== 'function') return value
+      if (!bound.has(prop)) bound.set(prop, value.bind(target))
+      return bound.get(prop)
+    },
+  })
   return {
     backend,
     counts,

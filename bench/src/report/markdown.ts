@@ -79,6 +79,7 @@ export function renderMarkdown(r: BenchResults): string {
     out.push('| offered msg/s | consumer | committed msg/s | delivered | p50 ms | p95 ms | p99 ms | max ms |')
     out.push('|---:|---|---:|---:|---:|---:|---:|---:|')
     for (const l of r.latency) {
+      // 'proto-adaptive' only appears in result files recorded before issue #13 removed the prototypes.
       out.push(
         `| ${n(l.offeredRate)} | ${l.contender === 'proto-adaptive' ? 'proto-adaptive (prototype, not core: adaptive wake, hot relay polls every 5 ms)' : l.contender} | ${n(l.achievedRate)} | ${l.delivered}/${l.messages} | ${l.p50Ms} | ${l.p95Ms} | ${l.p99Ms} | ${l.maxMs} |`,
       )

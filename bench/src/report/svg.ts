@@ -6,6 +6,7 @@ const COLORS: Record<string, string> = {
   'graphile-worker': '#f59e0b',
   'pg-boss': '#10b981',
   'bare-sql': '#6b7280',
+  /** Rows of the prototype relay, removed in issue #13: kept so `bench:render` redraws older result files. */
   prototype: '#93c5fd',
 }
 

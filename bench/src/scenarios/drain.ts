@@ -13,7 +13,6 @@ import {
 } from '../contenders/outboxkit.js'
 import { BOSS_BEST, loadBossBacklog, resetBoss } from '../contenders/pg-boss.js'
 import type { Job } from '../jobs.js'
-import { PROTO_DRAIN, PROTO_DRAIN_LABEL } from '../prototypes/options.js'
 import { median, round } from '../stats.js'
 
 /** A drain contender: how to reset, load and drain. */
@@ -21,7 +20,7 @@ export interface DrainContender {
   id: string
   label: string
   settings: string
-  family: 'outboxkit' | 'graphile-worker' | 'pg-boss' | 'bare-sql' | 'prototype'
+  family: 'outboxkit' | 'graphile-worker' | 'pg-boss' | 'bare-sql'
   prepare(url: string, count: number): Promise<void>
   job(url: string, count: number): Job
   /** Optional: skipped (with the reason recorded) when it cannot run, e.g. an adapter not ready. */
@@ -120,22 +119,6 @@ export function drainContenders(full: boolean): DrainContender[] {
         await loadBossBacklog(url, count)
       },
       job: (url, count) => ({ kind: 'drain-pg-boss', url, count, settings: BOSS_BEST }),
-    },
-    {
-      id: 'prototype-relay',
-      label: 'prototype relay (not core)',
-      settings: `bench/src/prototypes: ${PROTO_DRAIN_LABEL}`,
-      family: 'prototype',
-      prepare: outboxkitPrepare,
-      job: (url, count) => ({
-        kind: 'drain-proto',
-        url,
-        count,
-        relay: PROTO_DRAIN.relay,
-        proto: PROTO_DRAIN.proto,
-        claim: 'any-array',
-        fastSettle: PROTO_DRAIN.fastSettle,
-      }),
     },
     {
       id: 'bare-sql',

@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { createRelay, defineOutbox } from '@outboxkit/core'
-import { postgresPublishStatement, prepareMessages } from '@outboxkit/core/adapter'
 import { pgBackend, publish } from '@outboxkit/pg'
 import pg from 'pg'
 import type { Job } from '../jobs.js'
-import { PROTO_ALL } from '../prototypes/options.js'
 import { percentile, round, sleep, waitUntil } from '../stats.js'
 import { ORDER_INSERT, OUTBOX_TABLE, payloadFor, TOPIC } from '../workload.js'
 
@@ -44,40 +42,10 @@ export async function runLatency(job: LatencyJob): Promise<LatencyResult> {
     }
   }
 
-  const isOutboxkit = job.contender.startsWith('outboxkit') || job.contender === 'proto-adaptive'
-  let gated: string | undefined
+  const isOutboxkit = job.contender.startsWith('outboxkit')
   const outbox = defineOutbox({ table: OUTBOX_TABLE, notify: job.contender !== 'outboxkit-no-notify' })
   let stopConsumer: () => Promise<void>
-  if (job.contender === 'proto-adaptive') {
-    const w = await import('../prototypes/wake.js')
-    const { createRelay: createProtoRelay } = await import('../prototypes/relay.js')
-    const { anyArrayClaim, protoPgBackend } = await import('../prototypes/claim-sql.js')
-    await w.resetWake(job.url)
-    const adaptiveOn = process.env.PROTO_ADAPTIVE !== '0'
-    if (adaptiveOn) gated = w.gatedPublishOne(OUTBOX_TABLE)
-    const marker = w.markHotFn(job.url, outbox.channel)
-    const relay = createProtoRelay(outbox, {
-      backend: protoPgBackend(job.url, anyArrayClaim(OUTBOX_TABLE), 10, true),
-      handlers: { [TOPIC]: (m) => onMessage((m.payload as { seq: number }).seq) },
-      proto: {
-        ...PROTO_ALL,
-        adaptiveWake: adaptiveOn
-          ? {
-              hotMs: 1_000,
-              pollMs: Number(process.env.PROTO_POLL_MS ?? 5),
-              markEveryMs: 250,
-              graceMs: 1_000,
-              mark: marker.mark,
-            }
-          : undefined,
-      },
-    })
-    await relay.start()
-    stopConsumer = async () => {
-      await relay.stop()
-      await marker.end()
-    }
-  } else if (isOutboxkit) {
+  if (isOutboxkit) {
     const relay = createRelay(outbox, {
       backend: pgBackend({ connectionString: job.url }),
       handlers: { [TOPIC]: (m) => onMessage((m.payload as { seq: number }).seq) },
@@ -113,10 +81,7 @@ export async function runLatency(job: LatencyJob): Promise<LatencyResult> {
     try {
       await client.query('BEGIN')
       await client.query(ORDER_INSERT, [randomUUID(), `customer-${seq % 1000}`, 42.5])
-      if (gated) {
-        const prepared = await prepareMessages(outbox, [{ topic: TOPIC, payload: payloadFor(seq) }], 'pg')
-        await client.query(gated, postgresPublishStatement(outbox, prepared).values)
-      } else if (isOutboxkit) await publish(outbox, client, { topic: TOPIC, payload: payloadFor(seq) })
+      if (isOutboxkit) await publish(outbox, client, { topic: TOPIC, payload: payloadFor(seq) })
       else
         await client.query('SELECT graphile_worker.add_job($1, $2::json)', [
           GRAPHILE_TASK,

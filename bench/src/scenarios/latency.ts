@@ -20,7 +20,7 @@ export async function runLatencyScenario(
       await client.query(`DROP TABLE IF EXISTS ${ORDERS_TABLE}`)
       await client.query(ORDERS_DDL)
       await client.end()
-      if (contender.startsWith('outboxkit') || contender.startsWith('proto')) await resetOutbox(url)
+      if (contender.startsWith('outboxkit')) await resetOutbox(url)
       else await resetGraphile(url)
       const out = await runChild<LatencyResult>({
         kind: 'latency',

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto'
 import { defineOutbox } from '@outboxkit/core'
-import { postgresPublishStatement, prepareMessages } from '@outboxkit/core/adapter'
 import { publish } from '@outboxkit/pg'
 import pg from 'pg'
 import type { Job } from '../jobs.js'
@@ -28,26 +27,20 @@ async function pgSteps(
   job: PublishJob,
   pool: pg.Pool,
 ): Promise<{ make: () => Promise<Step>; end: () => Promise<void> }> {
-  const notify = job.variant === 'outboxkit-notify' || job.variant === 'proto-gated-hot'
-  let gated: string | undefined
-  if (job.variant === 'proto-gated-hot') {
-    // A relay marked the channel hot (for the whole run): publish skips pg_notify.
-    const w = await import('../prototypes/wake.js')
-    await w.resetWake(job.url)
-    await pool.query(`INSERT INTO ${w.WAKE_TABLE} VALUES ($1, now() + interval '1 hour')`, [
-      defineOutbox({ table: OUTBOX_TABLE }).channel,
-    ])
-    gated = w.gatedPublishOne(OUTBOX_TABLE)
-  }
-  const outbox = defineOutbox({ table: OUTBOX_TABLE, notify })
+  const outbox = defineOutbox({ table: OUTBOX_TABLE, notify: job.variant === 'outboxkit-notify' })
+  // Loaded only by the variants that use them, so a variant's process holds only its own modules
+  // (and `bench:compare` runs the outboxkit variants on builds that predate `@outboxkit/core/adapter`).
+  const adapter = job.variant === 'ref-raw-statement' ? await import('@outboxkit/core/adapter') : undefined
+  const graphileTask =
+    job.variant === 'graphile-add-job' ? (await import('../contenders/graphile.js')).GRAPHILE_TASK : ''
   let boss: { send: (...a: any[]) => Promise<unknown>; stop: (o: object) => Promise<void> } | undefined
+  let bossQueue = ''
   if (job.variant === 'pg-boss-send') {
-    const { makeBoss } = await import('../contenders/pg-boss.js')
+    const { makeBoss, BOSS_QUEUE } = await import('../contenders/pg-boss.js')
     boss = makeBoss(job.url, 2) as any
     await (boss as any).start()
+    bossQueue = BOSS_QUEUE
   }
-  const { BOSS_QUEUE } = await import('../contenders/pg-boss.js')
-  const { GRAPHILE_TASK } = await import('../contenders/graphile.js')
   const clients: pg.PoolClient[] = []
   const make = async () => {
     const client = await pool.connect()
@@ -63,11 +56,11 @@ async function pgSteps(
           case 'outboxkit-no-notify':
             await publish(outbox, client, { topic: TOPIC, payload })
             break
-          case 'proto-raw-no-notify': {
+          case 'ref-raw-statement': {
             // Core's statement sent directly (unnamed, like the adapter), without the adapter's
             // publish() wrapper: isolates the wrapper's cost (checks, telemetry) from the SQL's.
-            const prepared = await prepareMessages(outbox, [{ topic: TOPIC, payload }], 'pg')
-            const st = postgresPublishStatement(outbox, prepared)
+            const prepared = await adapter!.prepareMessages(outbox, [{ topic: TOPIC, payload }], 'pg')
+            const st = adapter!.postgresPublishStatement(outbox, prepared)
             await client.query(st.text, st.values)
             break
           }
@@ -77,19 +70,14 @@ async function pgSteps(
           case 'ref-second-row':
             await client.query(ORDER_INSERT, [randomUUID(), `customer-${seq % 1000}`, 42.5])
             break
-          case 'proto-gated-hot': {
-            const prepared = await prepareMessages(outbox, [{ topic: TOPIC, payload }], 'pg')
-            await client.query(gated!, postgresPublishStatement(outbox, prepared).values)
-            break
-          }
           case 'graphile-add-job':
             await client.query('SELECT graphile_worker.add_job($1, $2::json)', [
-              GRAPHILE_TASK,
+              graphileTask,
               JSON.stringify(payload),
             ])
             break
           case 'pg-boss-send':
-            await boss!.send(BOSS_QUEUE, payload, { db })
+            await boss!.send(bossQueue, payload, { db })
             break
         }
         await client.query('COMMIT')

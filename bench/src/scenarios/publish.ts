@@ -25,7 +25,7 @@ export const PUBLISH_VARIANTS: { variant: PublishVariant; label: string; baselin
   { variant: 'graphile-add-job', label: 'graphile-worker add_job (pg)', baseline: 'business-only' },
   { variant: 'pg-boss-send', label: 'pg-boss send({ db }) (pg)', baseline: 'business-only' },
   {
-    variant: 'proto-raw-no-notify',
+    variant: 'ref-raw-statement',
     label:
       "reference: core's publish statement sent without the adapter's publish() wrapper, unnamed, notify: false (pg)",
     baseline: 'business-only',
@@ -40,11 +40,6 @@ export const PUBLISH_VARIANTS: { variant: PublishVariant; label: string; baselin
     variant: 'ref-second-row',
     label:
       'reference: business transaction plus a second order row (one more round trip and one more row: the floor for any separate INSERT)',
-    baseline: 'business-only',
-  },
-  {
-    variant: 'proto-gated-hot',
-    label: 'prototype (not core): publish with the adaptive-wake gate while a relay is hot (no NOTIFY) (pg)',
     baseline: 'business-only',
   },
   { variant: 'pjs-business-only', label: 'business only (postgres.js)', baseline: 'pjs-business-only' },
