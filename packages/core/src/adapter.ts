@@ -54,6 +54,7 @@ export {
   postgresPublishStatement,
   readPostgresPublishResult,
 } from './dialect/postgres/publish-statement.js'
+export { createPostgresPublisher, type PostgresPublisherSpec } from './dialect/postgres/publisher.js'
 export {
   POSTGRES_NOT_IN_TRANSACTION,
   POSTGRES_TRANSACTION_MARKER,
@@ -104,13 +105,21 @@ export {
 } from './outbox/define-outbox.js'
 export { toOutboxError } from './outbox/errors.js'
 export { formatValue } from './outbox/format-value.js'
+export { encodeJson } from './outbox/json.js'
 export {
   assertMessageArray,
-  encodeJson,
   type PreparedMessage,
   prepareMessages,
   prepareMessagesSync,
 } from './outbox/message.js'
+export {
+  assertKnownOptions,
+  closestName,
+  didYouMean,
+  type KnownOptionsContext,
+  positiveInt,
+  positiveMs,
+} from './outbox/options.js'
 export { formatIssues } from './outbox/standard-schema.js'
 export type {
   BlockedKeyRow,
@@ -131,10 +140,10 @@ export type {
   WakeSubscription,
 } from './protocol/backend.js'
 export {
-  createPostgresPublisher,
-  type PostgresPublisherSpec,
-  type Publisher,
-  routePublisher,
-} from './protocol/publisher.js'
+  createPublishPipeline,
+  type PublishWriter,
+  type SyncPublishWriter,
+} from './protocol/publish-pipeline.js'
+export { type Publisher, routePublisher } from './protocol/publisher.js'
 export { backoffDelay } from './relay/backoff.js'
 export { type ResolvedRetryPolicy, resolveRetryPolicy } from './relay/retry.js'

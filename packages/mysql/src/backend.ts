@@ -1,7 +1,9 @@
 import { type OutboxBackend, OutboxError } from '@outboxkit/core'
 import {
+  assertKnownOptions,
   createMysqlBackend,
   type MysqlResult,
+  positiveMs,
   toMysqlOutboxError,
   toMysqlResult,
 } from '@outboxkit/core/adapter'
@@ -50,13 +52,73 @@ function invalid(message: string): OutboxError {
   return new OutboxError('INVALID_CONFIG', message, { source: SOURCE })
 }
 
-function checkTimeout(ms: unknown): number | undefined {
-  if (ms === undefined) return undefined
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
-    throw invalid(`commandTimeoutMs must be a number of milliseconds > 0, got ${String(ms)}.`)
-  }
-  return ms
-}
+/** The options of outboxkit itself, in both forms of {@link mysqlBackend}. */
+const OWN_OPTIONS = ['commandTimeoutMs'] as const satisfies readonly (keyof MysqlBackendCommonOptions)[]
+/** Every option of a mysql2 pool (mysql2 3) but `uri` and `pool`, which {@link mysqlBackend} passes on to the pool it creates. */
+const MYSQL2_POOL_OPTIONS = [
+  'decimalNumbers',
+  'user',
+  'password',
+  'password1',
+  'password2',
+  'password3',
+  'database',
+  'charset',
+  'host',
+  'port',
+  'localAddress',
+  'socketPath',
+  'timezone',
+  'connectTimeout',
+  'stringifyObjects',
+  'insecureAuth',
+  'infileStreamFactory',
+  'typeCast',
+  'queryFormat',
+  'supportBigNumbers',
+  'bigNumberStrings',
+  'dateStrings',
+  'debug',
+  'trace',
+  'multipleStatements',
+  'flags',
+  'ssl',
+  'rowsAsArray',
+  'enableKeepAlive',
+  'keepAliveInitialDelay',
+  'charsetNumber',
+  'compress',
+  'authSwitchHandler',
+  'connectAttributes',
+  'isServer',
+  'maxPreparedStatements',
+  'namedPlaceholders',
+  'nestTables',
+  'passwordSha1',
+  'stream',
+  'connectionLimit',
+  'maxIdle',
+  'idleTimeout',
+  'Promise',
+  'queueLimit',
+  'waitForConnections',
+  'disableEval',
+  'enableCleartextPlugin',
+  'authPlugins',
+  'jsonStrings',
+  'gracefulEnd',
+  'resetOnRelease',
+] as const satisfies readonly (keyof PoolOptions)[]
+// Fails to compile when mysql2 adds a pool option that the list above lacks.
+const poolOptionsListed: Exclude<
+  keyof PoolOptions,
+  (typeof MYSQL2_POOL_OPTIONS)[number] | 'uri' | 'pool'
+> extends never
+  ? true
+  : never = true
+void poolOptionsListed
+const POOL_FORM: readonly string[] = ['pool', ...OWN_OPTIONS]
+const URI_FORM: readonly string[] = ['uri', ...OWN_OPTIONS, ...MYSQL2_POOL_OPTIONS]
 
 function timeoutError(what: string, ms: number): OutboxError {
   return new OutboxError(
@@ -97,7 +159,16 @@ export function mysqlBackend(options: MysqlBackendOptions): OutboxBackend {
   if (!options || typeof options !== 'object') {
     throw invalid('mysqlBackend expects { pool } or { uri }.')
   }
-  const timeoutMs = checkTimeout(options.commandTimeoutMs)
+  if ('pool' in options) {
+    assertKnownOptions(options, POOL_FORM, { source: SOURCE, what: 'mysqlBackend({ pool })' })
+  } else {
+    assertKnownOptions(options, URI_FORM, {
+      source: SOURCE,
+      what: 'mysqlBackend({ uri })',
+      valid: `uri, ${OWN_OPTIONS.join(', ')} and the options of mysql2's createPool (${MYSQL2_POOL_OPTIONS.join(', ')})`,
+    })
+  }
+  const timeoutMs = positiveMs('commandTimeoutMs', options.commandTimeoutMs, undefined, SOURCE)
   let userPool: Pool | undefined
   let ownedConfig: PoolOptions | undefined
   if ('pool' in options) {

@@ -1,5 +1,5 @@
 import { type OutboxBackend, OutboxError } from '@outboxkit/core'
-import { createPostgresBackend } from '@outboxkit/core/adapter'
+import { assertKnownOptions, createPostgresBackend, positiveMs } from '@outboxkit/core/adapter'
 import pg from 'pg'
 import { listenWithReconnect } from './listener.js'
 
@@ -30,19 +30,56 @@ export interface PgBackendConnectionOptions
 /** Options of {@link pgBackend}. */
 export type PgBackendOptions = PgBackendPoolOptions | PgBackendConnectionOptions
 
-function checkTimeout(ms: unknown): number | undefined {
-  if (ms === undefined) return undefined
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
-    throw new OutboxError(
-      'INVALID_CONFIG',
-      `commandTimeoutMs must be a number of milliseconds > 0, got ${String(ms)}.`,
-      {
-        source: 'pg',
-      },
-    )
-  }
-  return ms
-}
+const SOURCE = 'pg'
+/** The options of outboxkit itself, in both forms of {@link pgBackend}. */
+const OWN_OPTIONS = [
+  'commandTimeoutMs',
+  'preparedStatements',
+] as const satisfies readonly (keyof PgBackendCommonOptions)[]
+/** Every option of pg.Pool (pg 8), which {@link pgBackend} passes on to the pool it creates. */
+const PG_POOL_OPTIONS = [
+  'user',
+  'database',
+  'password',
+  'port',
+  'host',
+  'connectionString',
+  'keepAlive',
+  'stream',
+  'statement_timeout',
+  'ssl',
+  'enableChannelBinding',
+  'sslnegotiation',
+  'query_timeout',
+  'lock_timeout',
+  'keepAliveInitialDelayMillis',
+  'idle_in_transaction_session_timeout',
+  'application_name',
+  'fallback_application_name',
+  'connectionTimeoutMillis',
+  'types',
+  'options',
+  'client_encoding',
+  'pipeline',
+  'max',
+  'min',
+  'idleTimeoutMillis',
+  'log',
+  'Promise',
+  'allowExitOnIdle',
+  'maxUses',
+  'maxLifetimeSeconds',
+  'Client',
+  'onConnect',
+  'verify',
+] as const satisfies readonly (keyof pg.PoolConfig)[]
+// Fails to compile when @types/pg adds a pool option that the list above lacks.
+const poolOptionsListed: Exclude<keyof pg.PoolConfig, (typeof PG_POOL_OPTIONS)[number]> extends never
+  ? true
+  : never = true
+void poolOptionsListed
+const POOL_FORM: readonly string[] = ['pool', ...OWN_OPTIONS]
+const CONNECTION_FORM: readonly string[] = [...OWN_OPTIONS, ...PG_POOL_OPTIONS]
 
 function deadline<T>(promise: Promise<T>, ms: number | undefined, what: string): Promise<T> {
   if (ms === undefined) return promise
@@ -55,7 +92,7 @@ function deadline<T>(promise: Promise<T>, ms: number | undefined, what: string):
           new OutboxError(
             'TIMEOUT',
             `${what} did not answer within ${ms} ms (commandTimeoutMs). Check that PostgreSQL is reachable.`,
-            { source: 'pg' },
+            { source: SOURCE },
           ),
         ),
       ms + 50,
@@ -79,14 +116,23 @@ function deadline<T>(promise: Promise<T>, ms: number | undefined, what: string):
 export function pgBackend(options: PgBackendOptions): OutboxBackend {
   if (!options || typeof options !== 'object') {
     throw new OutboxError('INVALID_CONFIG', 'pgBackend expects { pool } or { connectionString }.', {
-      source: 'pg',
+      source: SOURCE,
     })
   }
-  const timeoutMs = checkTimeout(options.commandTimeoutMs)
+  if ('pool' in options) {
+    assertKnownOptions(options, POOL_FORM, { source: SOURCE, what: 'pgBackend({ pool })' })
+  } else {
+    assertKnownOptions(options, CONNECTION_FORM, {
+      source: SOURCE,
+      what: 'pgBackend({ connectionString })',
+      valid: `${OWN_OPTIONS.join(', ')} and the options of pg.Pool (${PG_POOL_OPTIONS.join(', ')})`,
+    })
+  }
+  const timeoutMs = positiveMs('commandTimeoutMs', options.commandTimeoutMs, undefined, SOURCE)
   const prepared = options.preparedStatements ?? true
   const userPool = 'pool' in options ? options.pool : undefined
   if ('pool' in options && (!userPool || typeof userPool.query !== 'function')) {
-    throw new OutboxError('INVALID_CONFIG', 'pgBackend({ pool }) needs a pg Pool.', { source: 'pg' })
+    throw new OutboxError('INVALID_CONFIG', 'pgBackend({ pool }) needs a pg Pool.', { source: SOURCE })
   }
   let ownedConfig: pg.PoolConfig | undefined
   if (!userPool) {
@@ -117,7 +163,7 @@ export function pgBackend(options: PgBackendOptions): OutboxBackend {
     userPool ? (userPool as unknown as { options: pg.ClientConfig }).options : ownedConfig!
 
   return createPostgresBackend({
-    name: 'pg',
+    name: SOURCE,
     query(text, params, name) {
       const config: pg.QueryConfig & { query_timeout?: number } = { text, values: params as unknown[] }
       if (prepared && name) config.name = name

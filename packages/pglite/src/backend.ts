@@ -1,5 +1,5 @@
 import { type OutboxBackend, OutboxError } from '@outboxkit/core'
-import { createPostgresBackend, formatValue } from '@outboxkit/core/adapter'
+import { assertKnownOptions, createPostgresBackend, formatValue } from '@outboxkit/core/adapter'
 
 /** The slice of a PGlite instance the relay backend needs. */
 export interface PgliteDatabase {
@@ -20,9 +20,28 @@ export interface PgliteDatabase {
  * const backend = pgliteBackend(db)
  * await migrate(outbox, backend)
  * ```
- * @throws OutboxError `INVALID_CONFIG` when `db` is not a PGlite instance.
+ * @param db - the PGlite instance; `pgliteBackend` takes no options (PGlite runs in-process, so
+ * there is no connection to bound or configure), and refuses a second argument
+ * @throws OutboxError `INVALID_CONFIG` when `db` is not a PGlite instance, or for a second
+ * argument (an option of another backend, such as `commandTimeoutMs`).
  */
-export function pgliteBackend(db: PgliteDatabase): OutboxBackend {
+export function pgliteBackend(db: PgliteDatabase, ...unexpected: []): OutboxBackend {
+  const extra = (unexpected as unknown[])[0]
+  if (extra !== undefined) {
+    const what = 'pgliteBackend(db)'
+    assertKnownOptions(extra, [], {
+      source: 'pglite',
+      what,
+      valid: `none: ${what} takes no options (PGlite runs in-process: there is no connection to bound or configure)`,
+    })
+    if (extra === null || typeof extra !== 'object') {
+      throw new OutboxError(
+        'INVALID_CONFIG',
+        `pgliteBackend takes only the PGlite instance, got a second argument: ${formatValue(extra)}.`,
+        { source: 'pglite' },
+      )
+    }
+  }
   if (
     !db ||
     typeof db.query !== 'function' ||

@@ -1,5 +1,11 @@
 import { type OutboxBackend, OutboxError } from '@outboxkit/core'
-import { createPostgresBackend, formatValue, snakeCaseRows } from '@outboxkit/core/adapter'
+import {
+  assertKnownOptions,
+  createPostgresBackend,
+  formatValue,
+  positiveMs,
+  snakeCaseRows,
+} from '@outboxkit/core/adapter'
 import postgres from 'postgres'
 import { withDeadline } from './deadline.js'
 import { listenOn } from './listener.js'
@@ -33,13 +39,48 @@ function config(message: string): OutboxError {
   return new OutboxError('INVALID_CONFIG', message, { source: ADAPTER })
 }
 
-function checkTimeout(ms: unknown): number | undefined {
-  if (ms === undefined) return undefined
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
-    throw config(`commandTimeoutMs must be a number of milliseconds > 0, got ${formatValue(ms)}.`)
-  }
-  return ms
-}
+/** The options of outboxkit itself, in both forms of {@link postgresJsBackend}. */
+const OWN_OPTIONS = ['commandTimeoutMs'] as const satisfies readonly (keyof PostgresJsBackendOptions)[]
+type PostgresOptions = postgres.Options<Record<string, postgres.PostgresType>>
+/** Every option of postgres() (postgres.js 3), which {@link postgresJsBackend} passes on to the sql it creates. */
+const POSTGRES_OPTIONS = [
+  'host',
+  'port',
+  'path',
+  'database',
+  'user',
+  'ssl',
+  'max',
+  'idle_timeout',
+  'connect_timeout',
+  'types',
+  'prepare',
+  'onnotice',
+  'onparameter',
+  'debug',
+  'transform',
+  'connection',
+  'target_session_attrs',
+  'fetch_types',
+  'publications',
+  'onclose',
+  'backoff',
+  'max_lifetime',
+  'keep_alive',
+  'pass',
+  'password',
+  'db',
+  'username',
+  'hostname',
+  'no_prepare',
+  'timeout',
+] as const satisfies readonly (keyof PostgresOptions)[]
+// Fails to compile when postgres.js adds an option that the list above lacks.
+const optionsListed: Exclude<keyof PostgresOptions, (typeof POSTGRES_OPTIONS)[number]> extends never
+  ? true
+  : never = true
+void optionsListed
+const CONNECTION_FORM: readonly string[] = ['url', ...OWN_OPTIONS, ...POSTGRES_OPTIONS]
 
 type SqlShape = {
   unsafe?: unknown
@@ -107,16 +148,25 @@ export function postgresJsBackend(
     if (maybeOptions !== undefined && (maybeOptions === null || typeof maybeOptions !== 'object')) {
       throw config(`postgresJsBackend options must be an object, got ${formatValue(maybeOptions)}.`)
     }
-    timeoutMs = checkTimeout(maybeOptions?.commandTimeoutMs)
+    assertKnownOptions(maybeOptions, OWN_OPTIONS, {
+      source: ADAPTER,
+      what: 'postgresJsBackend(sql, options)',
+    })
+    timeoutMs = positiveMs('commandTimeoutMs', maybeOptions?.commandTimeoutMs, undefined, ADAPTER)
   } else if (sqlOrOptions && typeof sqlOrOptions === 'object' && !Array.isArray(sqlOrOptions)) {
     if (!('url' in sqlOrOptions)) {
       throw config(
         'postgresJsBackend expects the sql of postgres(...), or { url, ...options } (url may be undefined to use the PG* environment variables).',
       )
     }
+    assertKnownOptions(sqlOrOptions, CONNECTION_FORM, {
+      source: ADAPTER,
+      what: 'postgresJsBackend({ url })',
+      valid: `url, ${OWN_OPTIONS.join(', ')} and the options of postgres() (${POSTGRES_OPTIONS.join(', ')})`,
+    })
     const { url: u, commandTimeoutMs, ...rest } = sqlOrOptions
     if (u !== undefined && typeof u !== 'string') throw config(`url must be a string, got ${formatValue(u)}.`)
-    timeoutMs = checkTimeout(commandTimeoutMs)
+    timeoutMs = positiveMs('commandTimeoutMs', commandTimeoutMs, undefined, ADAPTER)
     url = u
     ownedOptions = {
       onnotice: () => {},

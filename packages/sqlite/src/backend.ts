@@ -1,5 +1,10 @@
 import { type OutboxBackend, OutboxError } from '@outboxkit/core'
-import { createSqliteBackend, formatValue, type SqliteExecutor } from '@outboxkit/core/adapter'
+import {
+  assertKnownOptions,
+  createSqliteBackend,
+  formatValue,
+  type SqliteExecutor,
+} from '@outboxkit/core/adapter'
 import Database from 'better-sqlite3'
 import { isSqliteDatabase, prepared, type SqliteDatabase } from './database.js'
 
@@ -21,6 +26,32 @@ export interface SqliteBackendOptions extends Omit<Database.Options, 'readonly' 
    */
   wal?: boolean
 }
+
+/** The options of outboxkit itself in {@link sqliteBackend}'s options form. */
+const OWN_OPTIONS = [
+  'filename',
+  'busyTimeoutMs',
+  'wal',
+] as const satisfies readonly (keyof SqliteBackendOptions)[]
+/**
+ * The options of better-sqlite3's `Database` that {@link sqliteBackend} passes on; `readonly` is
+ * accepted here only to be refused with its own message, `timeout` is `busyTimeoutMs`.
+ */
+const DATABASE_OPTIONS = [
+  'fileMustExist',
+  'verbose',
+  'nativeBinding',
+  'readonly',
+] as const satisfies readonly (keyof Database.Options)[]
+// Fails to compile when better-sqlite3 adds an option that the list above lacks.
+const databaseOptionsListed: Exclude<
+  keyof Database.Options,
+  (typeof DATABASE_OPTIONS)[number] | 'timeout'
+> extends never
+  ? true
+  : never = true
+void databaseOptionsListed
+const OPTIONS_FORM: readonly string[] = [...OWN_OPTIONS, ...DATABASE_OPTIONS]
 
 function invalid(what: string): OutboxError {
   return new OutboxError('INVALID_CONFIG', what, { source: ADAPTER })
@@ -83,9 +114,19 @@ function executor(connection: () => SqliteDatabase, close: () => Promise<void>, 
  * const backend = sqliteBackend(db)
  * await migrate(outbox, backend)
  * ```
- * @throws OutboxError `INVALID_CONFIG` for anything but a better-sqlite3 Database or valid options.
+ * @throws OutboxError `INVALID_CONFIG` for anything but a better-sqlite3 Database or valid options
+ * (an unknown option is named, with the closest valid one); for a second argument (options go in
+ * the options form, the Database form takes none: set its busy timeout on the Database).
  */
-export function sqliteBackend(source: SqliteDatabase | SqliteBackendOptions): OutboxBackend {
+export function sqliteBackend(
+  source: SqliteDatabase | SqliteBackendOptions,
+  ...unexpected: []
+): OutboxBackend {
+  if ((unexpected as unknown[])[0] !== undefined) {
+    throw invalid(
+      `sqliteBackend takes one argument, got a second: ${formatValue((unexpected as unknown[])[0])}. Pass sqliteBackend(db) (set the busy timeout on your Database: db.pragma('busy_timeout = 5000')), or sqliteBackend({ filename, ...options }).`,
+    )
+  }
   if (isSqliteDatabase(source)) {
     if (!source.open) throw invalid('sqliteBackend got a closed Database. Pass an open one.')
     const db = source
@@ -106,6 +147,7 @@ export function sqliteBackend(source: SqliteDatabase | SqliteBackendOptions): Ou
       `sqliteBackend expects a better-sqlite3 Database or { filename, ...options }, got ${formatValue(source)}.`,
     )
   }
+  assertKnownOptions(source, OPTIONS_FORM, { source: ADAPTER, what: 'sqliteBackend({ filename })' })
   const { filename, busyTimeoutMs = DEFAULT_BUSY_TIMEOUT_MS, wal = true, ...options } = source
   const name = filename.trim()
   if (name === '' || name === ':memory:' || /^file::memory:/i.test(name) || /[?&]mode=memory\b/i.test(name)) {

@@ -1,5 +1,6 @@
 import { OutboxError } from './errors.js'
 import { formatValue } from './format-value.js'
+import { assertKnownOptions, positiveInt } from './options.js'
 import type { StandardSchemaV1 } from './standard-schema.js'
 
 /** A map of topic name to the Standard Schema (zod, valibot, arktype, ...) of its payload. */
@@ -109,6 +110,19 @@ export type HandlerPayload<O, K extends string> =
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/
 const DEFAULT_MAX_PAYLOAD = 10 * 1024 * 1024
+/** Every option of {@link defineOutbox}: any other name is refused. */
+const OUTBOX_OPTIONS = [
+  'table',
+  'topics',
+  'orderedTopics',
+  'maxPayloadBytes',
+  'notify',
+] as const satisfies readonly (keyof DefineOutboxOptions)[]
+/** Every field of an {@link OrderedTopicOptions} entry. */
+const ORDERED_TOPIC_OPTIONS = [
+  'topic',
+  'onDeadLetter',
+] as const satisfies readonly (keyof OrderedTopicOptions)[]
 
 /** Validates `'table'` or `'schema.table'` and returns its parts. Throws `INVALID_CONFIG`. */
 export function parseTableName(table: unknown): TableRef {
@@ -153,13 +167,14 @@ export function defineOutbox<TTopics extends TopicSchemas | undefined = undefine
       `defineOutbox expects an options object, got ${formatValue(options)}.`,
     )
   }
+  assertKnownOptions(options, OUTBOX_OPTIONS, { source: 'core', what: 'defineOutbox' })
   const table = parseTableName(options.table === undefined ? 'outbox' : options.table)
   const topics = options.topics
   if (topics !== undefined) {
-    if (topics === null || typeof topics !== 'object') {
+    if (!isPlainObject(topics)) {
       throw new OutboxError(
         'INVALID_CONFIG',
-        'topics must be an object mapping topic name to a Standard Schema.',
+        `topics must be a plain object mapping topic name to a Standard Schema, got ${formatValue(topics)}.`,
       )
     }
     for (const [name, schema] of Object.entries(topics)) {
@@ -172,11 +187,11 @@ export function defineOutbox<TTopics extends TopicSchemas | undefined = undefine
       }
     }
   }
-  const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD
-  if (!Number.isInteger(maxPayloadBytes) || maxPayloadBytes <= 0) {
+  const maxPayloadBytes = positiveInt('maxPayloadBytes', options.maxPayloadBytes, DEFAULT_MAX_PAYLOAD, 'core')
+  if (options.notify !== undefined && typeof options.notify !== 'boolean') {
     throw new OutboxError(
       'INVALID_CONFIG',
-      `maxPayloadBytes must be a positive integer, got ${formatValue(maxPayloadBytes)}.`,
+      `notify must be true or false, got ${formatValue(options.notify)}.`,
     )
   }
   const { ordered, continues } = parseOrderedTopics(options.orderedTopics, topics)
@@ -213,9 +228,10 @@ function parseOrderedTopics(
   const policy = new Map<string, 'block' | 'continue'>()
   for (const entry of list as unknown[]) {
     const spec = typeof entry === 'string' ? { topic: entry } : (entry as OrderedTopicOptions | null)
-    if (!spec || typeof spec !== 'object' || typeof spec.topic !== 'string' || spec.topic.length === 0) {
+    if (!isPlainObject(spec) || typeof spec.topic !== 'string' || spec.topic.length === 0) {
       throw bad(`has an invalid entry: ${formatValue(entry)}`)
     }
+    assertKnownOptions(spec, ORDERED_TOPIC_OPTIONS, { source: 'core', what: 'an orderedTopics entry' })
     const onDead = spec.onDeadLetter ?? 'block'
     if (onDead !== 'block' && onDead !== 'continue') {
       throw bad(
@@ -234,6 +250,13 @@ function parseOrderedTopics(
     if (onDead === 'continue') continues.add(spec.topic)
   }
   return { ordered, continues }
+}
+
+/** True for `{}`-like objects: not null, an array, a Map or a class instance. */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
 }
 
 /** Throws `INVALID_CONFIG` unless `value` is an outbox made by {@link defineOutbox}. */

@@ -1,13 +1,17 @@
-import { uuidv7 } from 'uuidv7'
 import type { Outbox, PublishPayload, TopicName } from './define-outbox.js'
 import { OutboxError } from './errors.js'
 import { formatValue } from './format-value.js'
+import { finishMessage, invalidMessage, prepareOne } from './message-fields.js'
 import { formatIssues, type StandardSchemaV1 } from './standard-schema.js'
 
 /** Fields every published message may carry besides `topic` and `payload`. */
 export interface MessageOptions {
-  /** Aggregate / ordering key (e.g. the order id). Strings; numbers and bigints are stringified. */
-  key?: string | number | bigint | null
+  /**
+   * Aggregate / ordering key (e.g. the order id): a string of at most 1 024 characters, or `null`
+   * for none. Anything else is refused with `INVALID_MESSAGE` (convert a number yourself:
+   * `String(order.id)`), so a key is stored exactly as given.
+   */
+  key?: string | null
   /** String-to-string metadata (tenant, trace context, ...). */
   headers?: Record<string, string>
   /** Producer-side deduplication: a second publish with the same key, while the first row exists, is a no-op. */
@@ -42,187 +46,6 @@ export interface PreparedMessage {
   readonly dedupKey: string | null
 }
 
-const MAX_TOPIC = 255
-const MAX_KEY = 1024
-// A JSON-escaped NUL (\u0000) preceded by an even number of backslashes: PostgreSQL's jsonb and text reject NUL.
-const ESCAPED_NUL = /(?<!\\)(?:\\\\)*\\u0000/
-
-function invalid(source: string, index: number | undefined, what: string): OutboxError {
-  const where = index === undefined ? 'message' : `message #${index}`
-  return new OutboxError('INVALID_MESSAGE', `${where}: ${what} Nothing was written.`, { source })
-}
-
-function jsonReplacer(this: unknown, _key: string, value: unknown): unknown {
-  switch (typeof value) {
-    case 'function':
-      throw new TypeError('a function is not JSON')
-    case 'symbol':
-      throw new TypeError('a symbol is not JSON')
-    case 'bigint':
-      throw new TypeError('a BigInt is not JSON (convert it to a string or number)')
-    case 'number':
-      if (!Number.isFinite(value))
-        throw new TypeError(`${value} is not JSON (NaN and Infinity would become null)`)
-      return value
-    case 'undefined':
-      if (Array.isArray(this))
-        throw new TypeError('undefined inside an array is not JSON (it would become null)')
-      return value
-    case 'object':
-      if (value instanceof Map || value instanceof Set) {
-        throw new TypeError(`a ${value.constructor.name} is not JSON (it would become {})`)
-      }
-      return value
-    default:
-      return value
-  }
-}
-
-/**
- * Strict JSON encoding for payloads: refuses what `JSON.stringify` would silently drop or change
- * (functions, symbols, NaN/Infinity, undefined in arrays, Map/Set), BigInt and cycles.
- * Returns the JSON text or throws a `TypeError` describing the first problem.
- */
-export function encodeJson(value: unknown): string {
-  const text = JSON.stringify(value, jsonReplacer)
-  if (text === undefined) throw new TypeError(`${formatValue(value)} is not JSON`)
-  return text
-}
-
-function prepareOne(
-  outbox: Outbox,
-  raw: unknown,
-  source: string,
-  index: number | undefined,
-): { prepared: Omit<PreparedMessage, 'payload'> & { payload: unknown }; schema?: StandardSchemaV1 } {
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
-    throw invalid(source, index, `expected an object { topic, payload, ... }, got ${formatValue(raw)}.`)
-  }
-  const msg = raw as Record<string, unknown>
-  const topic = msg.topic
-  if (typeof topic !== 'string' || topic.length === 0 || topic.length > MAX_TOPIC) {
-    throw invalid(
-      source,
-      index,
-      `topic must be a non-empty string of at most ${MAX_TOPIC} characters, got ${formatValue(topic)}.`,
-    )
-  }
-  if (topic.includes('\u0000')) throw invalid(source, index, 'topic contains a NUL character.')
-  let schema: StandardSchemaV1 | undefined
-  if (outbox.topics) {
-    schema = (outbox.topics as Record<string, StandardSchemaV1>)[topic]
-    if (!schema || !Object.hasOwn(outbox.topics, topic)) {
-      const known = [...outbox.topicNames].slice(0, 10).join(', ')
-      throw invalid(
-        source,
-        index,
-        `unknown topic ${JSON.stringify(topic)}: this outbox defines ${known}. Add it to defineOutbox({ topics }).`,
-      )
-    }
-  }
-  if (!('payload' in msg) || msg.payload === undefined) {
-    throw invalid(source, index, 'payload is missing: pass a JSON-serialisable value (null is allowed).')
-  }
-  let key: string | null = null
-  if (msg.key !== undefined && msg.key !== null) {
-    if (typeof msg.key === 'string') key = msg.key
-    else if ((typeof msg.key === 'number' && Number.isFinite(msg.key)) || typeof msg.key === 'bigint')
-      key = String(msg.key)
-    else
-      throw invalid(source, index, `key must be a string (or a finite number), got ${formatValue(msg.key)}.`)
-    if (key.length > MAX_KEY || key.includes('\u0000')) {
-      throw invalid(source, index, `key must be at most ${MAX_KEY} characters with no NUL character.`)
-    }
-  }
-  if (outbox.orderedTopics.has(topic) && key === null) {
-    throw invalid(source, index, `topic ${JSON.stringify(topic)} is ordered, so every message needs a key.`)
-  }
-  let headers = '{}'
-  if (msg.headers !== undefined && msg.headers !== null) {
-    const h = msg.headers
-    if (
-      typeof h !== 'object' ||
-      Array.isArray(h) ||
-      (Object.getPrototypeOf(h) !== Object.prototype && Object.getPrototypeOf(h) !== null)
-    ) {
-      throw invalid(source, index, `headers must be a plain object of string values, got ${formatValue(h)}.`)
-    }
-    for (const [k, v] of Object.entries(h)) {
-      if (typeof v !== 'string') {
-        throw invalid(source, index, `headers[${JSON.stringify(k)}] must be a string, got ${formatValue(v)}.`)
-      }
-      if (k.includes('\u0000') || v.includes('\u0000')) {
-        throw invalid(
-          source,
-          index,
-          `headers[${JSON.stringify(k)}] contains a NUL character, which PostgreSQL cannot store.`,
-        )
-      }
-    }
-    headers = JSON.stringify(h)
-    if (headers.length * 3 > outbox.maxPayloadBytes && Buffer.byteLength(headers) > outbox.maxPayloadBytes) {
-      throw invalid(
-        source,
-        index,
-        `headers are ${Buffer.byteLength(headers)} bytes of JSON, over maxPayloadBytes (${outbox.maxPayloadBytes}).`,
-      )
-    }
-  }
-  let dedupKey: string | null = null
-  if (msg.dedupKey !== undefined && msg.dedupKey !== null) {
-    if (typeof msg.dedupKey !== 'string' || msg.dedupKey.length === 0 || msg.dedupKey.length > MAX_KEY) {
-      throw invalid(
-        source,
-        index,
-        `dedupKey must be a non-empty string of at most ${MAX_KEY} characters, got ${formatValue(msg.dedupKey)}.`,
-      )
-    }
-    if (msg.dedupKey.includes('\u0000')) throw invalid(source, index, 'dedupKey contains a NUL character.')
-    dedupKey = msg.dedupKey
-  }
-  let delayMs = 0
-  if (msg.delayMs !== undefined && msg.delayMs !== null) {
-    const d = msg.delayMs
-    if (typeof d !== 'number' || !Number.isFinite(d) || d < 0) {
-      throw invalid(source, index, `delayMs must be a finite number >= 0, got ${formatValue(d)}.`)
-    }
-    delayMs = d
-  }
-  return {
-    prepared: { id: uuidv7(), topic, key, payload: msg.payload, headers, delayMs, dedupKey },
-    ...(schema ? { schema } : {}),
-  }
-}
-
-function finish(
-  outbox: Outbox,
-  p: Omit<PreparedMessage, 'payload'> & { payload: unknown },
-  source: string,
-  index: number | undefined,
-): PreparedMessage {
-  let payload: string
-  try {
-    payload = encodeJson(p.payload)
-  } catch (err) {
-    throw invalid(source, index, `payload is not JSON-serialisable: ${(err as Error).message}.`)
-  }
-  if (payload.length * 3 > outbox.maxPayloadBytes && Buffer.byteLength(payload) > outbox.maxPayloadBytes) {
-    throw invalid(
-      source,
-      index,
-      `payload is ${Buffer.byteLength(payload)} bytes of JSON, over maxPayloadBytes (${outbox.maxPayloadBytes}). Store large data elsewhere and publish a reference, or raise maxPayloadBytes in defineOutbox.`,
-    )
-  }
-  if (payload.includes('\\u0000') && ESCAPED_NUL.test(payload)) {
-    throw invalid(
-      source,
-      index,
-      'payload contains a NUL character (\\u0000), which PostgreSQL jsonb cannot store.',
-    )
-  }
-  return { ...p, payload }
-}
-
 /**
  * Validates messages against the outbox (topic, schema, key, headers, dedupKey, delayMs), encodes
  * payloads strictly as JSON and assigns UUIDv7 ids. Used by every adapter before it writes.
@@ -247,7 +70,7 @@ export async function prepareMessages(
       if (result instanceof Promise) result = await result
       assertValid(result, prepared.topic, source, index)
     }
-    out[i] = finish(outbox, prepared, source, index)
+    out[i] = finishMessage(outbox, prepared, source, index)
   }
   return out
 }
@@ -259,7 +82,7 @@ function assertValid(
   index: number | undefined,
 ): void {
   if (result.issues) {
-    throw invalid(
+    throw invalidMessage(
       source,
       index,
       `payload does not match the schema of topic ${JSON.stringify(topic)}: ${formatIssues(result.issues)}.`,
@@ -301,7 +124,7 @@ export function prepareMessagesSync(
       }
       assertValid(result, prepared.topic, source, index)
     }
-    out[i] = finish(outbox, prepared, source, index)
+    out[i] = finishMessage(outbox, prepared, source, index)
   }
   return out
 }

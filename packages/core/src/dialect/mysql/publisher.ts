@@ -1,13 +1,8 @@
-import { assertOutbox, type Outbox } from '../../outbox/define-outbox.js'
+import type { Outbox } from '../../outbox/define-outbox.js'
 import { OutboxError } from '../../outbox/errors.js'
-import {
-  assertMessageArray,
-  type PreparedMessage,
-  type PublishResult,
-  prepareMessages,
-} from '../../outbox/message.js'
-import type { PublishFn, PublishManyFn } from '../../protocol/publisher.js'
-import { tracePublish } from '../../telemetry/publish-tracing.js'
+import type { PreparedMessage, PublishResult } from '../../outbox/message.js'
+import { createPublishPipeline } from '../../protocol/publish-pipeline.js'
+import type { Publisher } from '../../protocol/publisher.js'
 import { type MysqlResult, toMysqlOutboxError } from './backend.js'
 import { MYSQL_MAX_ROWS_PER_INSERT, mysqlStatements } from './statements.js'
 
@@ -201,56 +196,34 @@ function oneAtATime<T>(connection: object, fn: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Builds an adapter's `publish` and `publishMany` for MySQL 8+ and MariaDB 10.6+: validate the
- * outbox and the messages, check the handle is an open transaction, then write every message on
- * that transaction with one INSERT (plus one SELECT when some message has a `dedupKey`, and two
- * statements first when some message is of an ordered topic). Nothing is written when a check
- * fails. With `@opentelemetry/api` installed, the statements run in a PRODUCER span whose W3C
- * `traceparent` goes into each message's headers. MySQL has no NOTIFY: relays poll.
+ * Builds an adapter's `publish` and `publishMany` for MySQL 8+ and MariaDB 10.6+ on the one
+ * publish pipeline (validate, check the transaction, trace, write, map errors): every message is
+ * written on the caller's transaction with one INSERT (plus one SELECT when some message has a
+ * `dedupKey`, and two statements first when some message is of an ordered topic). Nothing is
+ * written when a check fails. With `@opentelemetry/api` installed, the statements run in a
+ * PRODUCER span whose W3C `traceparent` goes into each message's headers. MySQL has no NOTIFY:
+ * relays poll.
  *
  * Publishes with messages of ordered topics that run at once on one connection (e.g.
  * `Promise.all` on one transaction) are queued and run one after the other, in the order they
  * reach the database, so no two messages of a key get the same number; other publishes are not
  * queued.
  */
-export function createMysqlPublisher<TTx>(spec: MysqlPublisherSpec<TTx>): {
-  publish: PublishFn<TTx>
-  publishMany: PublishManyFn<TTx>
-} {
+export function createMysqlPublisher<TTx>(spec: MysqlPublisherSpec<TTx>): Publisher<TTx> {
   const { name } = spec
-  async function write(
-    outbox: Outbox,
-    handle: unknown,
-    tx: TTx,
-    prepared: PreparedMessage[],
-  ): Promise<PublishResult[]> {
-    const run = () =>
-      writeMysqlMessages(outbox, prepared, (statement) => spec.execute(tx, statement), {
-        guard: spec.guard?.(tx),
-        source: name,
-      })
-    const connection =
-      spec.connectionOf?.(tx) ?? (typeof handle === 'object' && handle !== null ? handle : undefined)
-    try {
-      return await (connection && hasOrderedKeys(outbox, prepared) ? oneAtATime(connection, run) : run())
-    } catch (err) {
-      throw toMysqlOutboxError(err, name, `publish to ${outbox.table.display}`)
-    }
-  }
-  const publish: PublishFn<TTx> = async (outbox, tx, message) => {
-    assertOutbox(outbox, name)
-    const prepared = await prepareMessages(outbox, [message], name)
-    const checked = await spec.checkTransaction(tx)
-    const [result] = await tracePublish(outbox, prepared, (traced) => write(outbox, tx, checked, traced))
-    return result!
-  }
-  const publishMany: PublishManyFn<TTx> = async (outbox, tx, messages) => {
-    assertOutbox(outbox, name)
-    assertMessageArray(messages, name)
-    const prepared = await prepareMessages(outbox, messages, name)
-    const checked = await spec.checkTransaction(tx)
-    if (prepared.length === 0) return []
-    return tracePublish(outbox, prepared, (traced) => write(outbox, tx, checked, traced))
-  }
-  return { publish, publishMany }
+  return createPublishPipeline<TTx>({
+    name,
+    checkTransaction: (handle) => spec.checkTransaction(handle),
+    write(outbox: Outbox, tx: TTx, prepared: PreparedMessage[], handle: unknown): Promise<PublishResult[]> {
+      const run = () =>
+        writeMysqlMessages(outbox, prepared, (statement) => spec.execute(tx, statement), {
+          guard: spec.guard?.(tx),
+          source: name,
+        })
+      const connection =
+        spec.connectionOf?.(tx) ?? (typeof handle === 'object' && handle !== null ? handle : undefined)
+      return connection && hasOrderedKeys(outbox, prepared) ? oneAtATime(connection, run) : run()
+    },
+    toError: toMysqlOutboxError,
+  })
 }

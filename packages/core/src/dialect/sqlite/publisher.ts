@@ -1,14 +1,7 @@
-import { assertOutbox, type Outbox } from '../../outbox/define-outbox.js'
-import { toOutboxError } from '../../outbox/errors.js'
-import {
-  assertMessageArray,
-  type PreparedMessage,
-  type PublishResult,
-  prepareMessages,
-  prepareMessagesSync,
-} from '../../outbox/message.js'
-import type { PublishFn, PublishManyFn } from '../../protocol/publisher.js'
-import { tracePublish, tracePublishSync } from '../../telemetry/publish-tracing.js'
+import type { Outbox } from '../../outbox/define-outbox.js'
+import type { PreparedMessage, PublishResult } from '../../outbox/message.js'
+import { createPublishPipeline } from '../../protocol/publish-pipeline.js'
+import type { Publisher } from '../../protocol/publisher.js'
 import { bindSqlite, sqliteStatements } from './statements.js'
 import { wakeSqliteAfterTransaction } from './wake.js'
 
@@ -147,10 +140,10 @@ function then<T, U>(value: T | Promise<T>, fn: (value: T) => U | Promise<U>): U 
 }
 
 /**
- * Builds an adapter's `publish` and `publishMany` for SQLite: check the handle is an open
- * transaction, validate the outbox and the messages, then write every message with one INSERT on
- * that transaction (plus, only when some message's `dedupKey` already existed, one SELECT that
- * finds the rows holding them). Nothing is written when a check fails.
+ * Builds an adapter's `publish` and `publishMany` for SQLite on the one publish pipeline (check
+ * the transaction, validate, trace, write, map errors): every message is written with one INSERT
+ * on the caller's transaction (plus, only when some message's `dedupKey` already existed, one
+ * SELECT that finds the rows holding them). Nothing is written when a check fails.
  *
  * With a synchronous driver ({@link SqlitePublisherSpec.isSynchronous}) all of this happens
  * before `publish` returns: the row is written when the call returns, and the returned Promise
@@ -165,76 +158,29 @@ function then<T, U>(value: T | Promise<T>, fn: (value: T) => U | Promise<U>): U 
  * `outbox.notify` is on. With `@opentelemetry/api` the write runs in a PRODUCER span whose W3C
  * `traceparent` goes into each message's headers.
  */
-export function createSqlitePublisher<TTx>(spec: SqlitePublisherSpec<TTx>): {
-  publish: PublishFn<TTx>
-  publishMany: PublishManyFn<TTx>
-} {
-  const { name } = spec
-
-  function write(
-    outbox: Outbox,
-    tx: TTx,
-    prepared: PreparedMessage[],
-  ): PublishResult[] | Promise<PublishResult[]> {
-    const failed = (err: unknown) => toOutboxError(err, name, `publish to ${outbox.table.display}`)
-    const run = (statement: { sql: string; params: unknown[] }) => {
-      let rows: SqliteRows | Promise<SqliteRows>
-      try {
-        rows = spec.all(tx, statement)
-      } catch (err) {
-        throw failed(err)
-      }
-      return rows instanceof Promise
-        ? rows.catch((err: unknown) => {
-            throw failed(err)
-          })
-        : rows
-    }
-    return then(run(sqlitePublishStatement(outbox, prepared)), (inserted) => {
-      const lookup = sqliteDedupStatement(outbox, prepared, inserted)
-      const results = (existing?: SqliteRows) => {
-        const out = readSqlitePublishResult(prepared, inserted, existing)
-        if (outbox.notify && inserted.length > 0) {
-          const inTransaction = spec.inTransaction
-          wakeSqliteAfterTransaction(
-            outbox.channel,
-            tx as object,
-            inTransaction ? () => inTransaction(tx) : undefined,
-          )
+export function createSqlitePublisher<TTx>(spec: SqlitePublisherSpec<TTx>): Publisher<TTx> {
+  const run = (tx: TTx, statement: SqliteStatement) => spec.all(tx, statement)
+  return createPublishPipeline<TTx>({
+    name: spec.name,
+    checkTransaction: (handle) => spec.checkTransaction(handle),
+    isSynchronous: (tx) => spec.isSynchronous?.(tx) === true,
+    write(outbox: Outbox, tx: TTx, prepared: PreparedMessage[]) {
+      return then(run(tx, sqlitePublishStatement(outbox, prepared)), (inserted) => {
+        const lookup = sqliteDedupStatement(outbox, prepared, inserted)
+        const results = (existing?: SqliteRows) => {
+          const out = readSqlitePublishResult(prepared, inserted, existing)
+          if (outbox.notify && inserted.length > 0) {
+            const inTransaction = spec.inTransaction
+            wakeSqliteAfterTransaction(
+              outbox.channel,
+              tx as object,
+              inTransaction ? () => inTransaction(tx) : undefined,
+            )
+          }
+          return out
         }
-        return out
-      }
-      return lookup ? then(run(lookup), results) : results()
-    })
-  }
-
-  function publishAll(outbox: Outbox, tx: unknown, messages: readonly unknown[], many: boolean) {
-    let checked: TTx
-    try {
-      checked = spec.checkTransaction(tx)
-    } catch (err) {
-      return Promise.reject(err)
-    }
-    if (!spec.isSynchronous?.(checked)) {
-      return (async () => {
-        assertOutbox(outbox, name)
-        if (many) assertMessageArray(messages, name)
-        const prepared = await prepareMessages(outbox, messages, name)
-        if (prepared.length === 0) return []
-        return tracePublish(outbox, prepared, async (traced) => write(outbox, checked, traced))
-      })()
-    }
-    // The transaction is open: from here every error is thrown synchronously (see above).
-    assertOutbox(outbox, name)
-    if (many) assertMessageArray(messages, name)
-    const prepared = prepareMessagesSync(outbox, messages, name)
-    if (prepared.length === 0) return Promise.resolve([])
-    return Promise.resolve(tracePublishSync(outbox, prepared, (traced) => write(outbox, checked, traced)))
-  }
-
-  const publish: PublishFn<TTx> = (outbox, tx, message) =>
-    publishAll(outbox, tx, [message], false).then((results) => results[0]!)
-  const publishMany: PublishManyFn<TTx> = (outbox, tx, messages) =>
-    publishAll(outbox, tx, messages as readonly unknown[], true)
-  return { publish, publishMany }
+        return lookup ? then(run(tx, lookup), results) : results()
+      })
+    },
+  })
 }

@@ -1,0 +1,52 @@
+import type { Outbox } from '../../outbox/define-outbox.js'
+import type { PreparedMessage, PublishResult } from '../../outbox/message.js'
+import { createPublishPipeline } from '../../protocol/publish-pipeline.js'
+import type { Publisher } from '../../protocol/publisher.js'
+import {
+  isPostgresPublishRefused,
+  type PostgresPublishStatement,
+  postgresPublishStatement,
+  readPostgresPublishResult,
+} from './publish-statement.js'
+import type { POSTGRES_TRANSACTION_MARKER } from './statements.js'
+
+/** What an adapter tells {@link createPostgresPublisher} about its driver or ORM. */
+export interface PostgresPublisherSpec<TTx> {
+  /** Adapter name used in error messages, e.g. `'kysely'`. */
+  readonly name: string
+  /**
+   * Returns `handle` as a transaction, or throws `OutboxError('NOT_IN_TRANSACTION')` unless it is
+   * an open transaction, judged by the library's own public signal. MUST NOT write anything.
+   */
+  checkTransaction(handle: unknown): TTx | Promise<TTx>
+  /** Runs the statement on the transaction's own connection and returns the result rows. */
+  execute(handle: TTx, statement: PostgresPublishStatement): Promise<readonly Record<string, unknown>[]>
+  /**
+   * The adapter sends {@link POSTGRES_TRANSACTION_MARKER} on the same connection right before
+   * the statement (pipelined where the driver can), and wants the guarded statement, which
+   * writes nothing unless the marker's transaction is still open. `refuse` builds the error then.
+   */
+  guarded?: { refuse(): Error }
+}
+
+/**
+ * Builds an adapter's `publish` and `publishMany` for PostgreSQL on the one publish pipeline
+ * (validate, check the transaction, trace, write, map errors): every message, and the relay's
+ * NOTIFY wake-up, is written with one statement on the caller's transaction. Nothing is written
+ * when a check fails. With `@opentelemetry/api` installed, the statement runs in a PRODUCER span
+ * whose W3C `traceparent` goes into each message's headers (see docs/operations.md, "Tracing").
+ */
+export function createPostgresPublisher<TTx>(spec: PostgresPublisherSpec<TTx>): Publisher<TTx> {
+  const guarded = spec.guarded
+  return createPublishPipeline<TTx>({
+    name: spec.name,
+    checkTransaction: (handle) => spec.checkTransaction(handle),
+    write(outbox: Outbox, tx: TTx, prepared: PreparedMessage[]): Promise<PublishResult[]> {
+      const statement = postgresPublishStatement(outbox, prepared, { guarded: guarded !== undefined })
+      return spec.execute(tx, statement).then((rows) => {
+        if (guarded && isPostgresPublishRefused(rows)) throw guarded.refuse()
+        return readPostgresPublishResult(prepared, rows)
+      })
+    },
+  })
+}
