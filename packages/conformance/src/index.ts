@@ -23,6 +23,41 @@ export {
   type SeedRow,
   type SeedState,
 } from './dialect-sql.js'
+// The test kit: helpers every package's tests share.
+export { collect, type NextEventOptions, nextEvent } from './kit/events.js'
+export {
+  expectOutboxError,
+  failure,
+  type OutboxErrorExpectation,
+  rejection,
+  settle,
+} from './kit/outcomes.js'
+export { recordingPgClient } from './kit/recording.js'
+export {
+  expectPublishRefused,
+  expectUnawaitedPublishContained,
+  type Publisher,
+  type RefusalExpectation,
+  type UnawaitedPublish,
+} from './kit/refusals.js'
+export { type FixtureOutboxOptions, messages, RelayFixture, tableSql } from './kit/relay-fixture.js'
+export {
+  type PausableProxy,
+  type ProxyInFile,
+  startPausableProxy,
+  usePausableProxy,
+} from './kit/tcp-proxy.js'
+export {
+  commitOrRollback,
+  inMysqlTransaction,
+  inPgTransaction,
+  runTransaction,
+  serialQueue,
+  sqlSavepoint,
+  type TransactionEnd,
+  type TransactionSteps,
+} from './kit/transactions.js'
+export { type Deferred, deferred, observeFor } from './kit/waits.js'
 export { DIALECTS, parseDialects } from './matrix.js'
 export {
   MemoryBackend,

@@ -1,9 +1,17 @@
 import { readFileSync } from 'node:fs'
-import { type Inspector, mysqlInspector, testMysqlUri, uniqueTableName } from '@outboxkit/conformance'
+import {
+  type Deferred,
+  deferred,
+  type Inspector,
+  mysqlInspector,
+  rejection,
+  testMysqlUri,
+  uniqueTableName,
+} from '@outboxkit/conformance'
 import { defineOutbox, isOutboxError, migrate, type Outbox } from '@outboxkit/core'
 import { mysqlOutboxDdl } from '@outboxkit/core/adapter'
 import { mysqlBackend } from '@outboxkit/mysql'
-import { outboxMigrationSql, outboxPrismaModel, prismaDialect, publish, publishMany } from '@outboxkit/prisma'
+import { outboxMigrationSql, outboxPrismaModel, publish, publishMany } from '@outboxkit/prisma'
 import { PrismaMariaDb } from '@prisma/adapter-mariadb'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import {
@@ -13,8 +21,7 @@ import {
   type TestPrismaClient,
 } from './support/prisma-client.js'
 import { parseModels } from './support/prisma-model.js'
-
-class Rollback extends Error {}
+import * as shared from './support/publish-tests.js'
 
 // Generated (when missing) while the file is collected, outside any hook timeout.
 const { PrismaClient } = await loadPrismaClient('mysql')
@@ -37,31 +44,6 @@ const count = async (where = 'TRUE', params: unknown[] = []) =>
 const widgets = async (where = 'TRUE', params: unknown[] = []) =>
   Number((await inspector.query(`SELECT COUNT(*) AS n FROM widget WHERE ${where}`, params))[0]!.n)
 
-async function rejection(promise: Promise<unknown>): Promise<Error & { code?: string; cause?: any }> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  )
-  expect(err, 'expected a rejection').toBeInstanceOf(Error)
-  return err as Error & { code?: string }
-}
-
-async function expectNotInTransaction(promise: Promise<unknown>, mentions: RegExp) {
-  const err = await rejection(promise)
-  expect(isOutboxError(err, 'NOT_IN_TRANSACTION'), String(err)).toBe(true)
-  expect(err.message).toContain('[outboxkit] [prisma]')
-  expect(err.message).toMatch(mentions)
-  return err
-}
-
-function deferred() {
-  let resolve!: () => void
-  const promise = new Promise<void>((r) => {
-    resolve = r
-  })
-  return { promise, resolve }
-}
-
 beforeAll(async () => {
   await admin.query(`CREATE DATABASE \`${database}\``)
   inspector = mysqlInspector(uriOf(database))
@@ -78,19 +60,8 @@ afterAll(async () => {
 })
 
 describe('the dialect comes from the Prisma client', () => {
-  test('root, transaction, $extends() transaction and nested transaction clients all say mysql', async () => {
-    expect(prismaDialect(prisma)).toBe('mysql')
-    await prisma.$transaction(async (tx) => {
-      expect(prismaDialect(tx)).toBe('mysql')
-      await tx.$transaction(async (inner: unknown) => {
-        expect(prismaDialect(inner)).toBe('mysql')
-      })
-    })
-    const xprisma = prisma.$extends({ client: { $tenant: () => 't1' } })
-    await xprisma.$transaction(async (tx: unknown) => {
-      expect(prismaDialect(tx)).toBe('mysql')
-    })
-  })
+  test('root, transaction, $extends() transaction and nested transaction clients all say mysql', () =>
+    shared.expectDialectEverywhere(prisma, 'mysql'))
 
   test('a provider outboxkit does not write to is refused with INVALID_CONFIG; nothing is written', async () => {
     const before = await count()
@@ -117,19 +88,7 @@ describe('publish on a MySQL / MariaDB transaction', () => {
     )
     expect(row).toMatchObject({ topic: 'accepted', key: 'k1' })
     expect(JSON.parse(row!.p as string)).toEqual({ w: 1 })
-    const before = await widgets()
-    await expect(
-      prisma.$transaction(async (tx) => {
-        await tx.widget.create({ data: { name: 'w-rollback' } })
-        await publishMany(outbox, tx, [
-          { topic: 'accepted-rb', payload: 1 },
-          { topic: 'accepted-rb', payload: 2, dedupKey: 'rb-1' },
-        ])
-        throw new Rollback('roll back')
-      }),
-    ).rejects.toThrow('roll back')
-    expect(await widgets()).toBe(before)
-    expect(await count(`topic = 'accepted-rb'`)).toBe(0)
+    await shared.expectRollbackWithModelWrites(prisma, outbox, { count, widgets })
   })
 
   test('a taken dedupKey on a pool opened with foundRows: false (no affected rows) is a no-op, not a refusal', async () => {
@@ -170,15 +129,7 @@ describe('publish on a MySQL / MariaDB transaction', () => {
     const sent: string[] = []
     const mysqlLike = new PrismaClient({ adapter: new PrismaMariaDb(uriOf(database)) }).$extends({
       query: {
-        $allOperations({
-          operation,
-          args,
-          query,
-        }: {
-          operation: string
-          args: any
-          query: (a: unknown) => unknown
-        }) {
+        $allOperations({ operation, args, query }: shared.AllOperations) {
           if (operation === '$executeRawUnsafe' || operation === '$queryRawUnsafe') {
             const [sql, ...values] = args as [string, ...unknown[]]
             sent.push(sql)
@@ -216,91 +167,30 @@ describe('publish on a MySQL / MariaDB transaction', () => {
 describe('ordered topics on MySQL / MariaDB', () => {
   test('messages of an ordered topic are numbered per key, in commit order, through the keys table', async () => {
     const ordered = defineOutbox({ table: uniqueTableName('prisma_seq'), orderedTopics: ['ledger'] })
-    const backend = mysqlBackend({ uri: uriOf(database) })
-    try {
-      await migrate(ordered, backend)
-    } finally {
-      await backend.close()
-    }
-    const first = await prisma.$transaction((tx) =>
-      publishMany(ordered, tx, [
-        { topic: 'ledger', key: 'a', payload: 1 },
-        { topic: 'ledger', key: 'a', payload: 2 },
-        { topic: 'ledger', key: 'b', payload: 3 },
-        { topic: 'other', key: 'a', payload: 4 },
-      ]),
-    )
-    const second = await prisma.$transaction((tx) =>
-      publish(ordered, tx, { topic: 'ledger', key: 'a', payload: 5 }),
-    )
-    const seqOf = async (id: string) =>
-      (await inspector.query(`SELECT seq FROM \`${ordered.table.name}\` WHERE id = ?`, [id]))[0]!.seq
-    expect(await Promise.all([...first, second].map((r) => seqOf(r.id)))).toEqual([1, 2, 1, null, 3])
+    await shared.expectOrderedSeq(prisma, ordered, {
+      backend: mysqlBackend({ uri: uriOf(database) }),
+      seqOf: async (id) =>
+        (await inspector.query(`SELECT seq FROM \`${ordered.table.name}\` WHERE id = ?`, [id]))[0]!.seq,
+    })
   })
 })
 
 describe('what publish refuses on MySQL / MariaDB', () => {
-  test('the root PrismaClient and a $extends() root client; nothing is written', async () => {
-    const before = await count()
-    for (const handle of [prisma, prisma.$extends({ client: { $x: () => 1 } })]) {
-      await expectNotInTransaction(
-        publish(outbox, handle as never, { topic: 'root', payload: 1 }),
-        /a PrismaClient \(the root client or a \$extends\(\) client\)/,
-      )
-      await expectNotInTransaction(
-        publishMany(outbox, handle as never, [{ topic: 'root', payload: 1 }]),
-        /autocommit/,
-      )
-    }
-    expect(await count()).toBe(before)
-  })
+  test('the root PrismaClient and a $extends() root client; nothing is written', () =>
+    shared.expectRootClientsRefused(prisma, outbox, count))
 
-  test('a tx kept after its transaction committed, or rolled back, by the scope marker', async () => {
-    let escaped: any
-    await prisma.$transaction(async (tx) => {
-      escaped = tx
-    })
-    await expectNotInTransaction(
-      publish(outbox, escaped, { topic: 'escaped', payload: 1 }),
-      /already finished/,
-    )
-    await prisma
-      .$transaction(async (tx) => {
-        escaped = tx
-        throw new Rollback('roll back')
-      })
-      .catch((e) => {
-        if (!(e instanceof Rollback)) throw e
-      })
-    await expectNotInTransaction(
-      publishMany(outbox, escaped, [{ topic: 'escaped', payload: 1 }]),
-      /already finished/,
-    )
-    expect(await count(`topic = 'escaped'`)).toBe(0)
-  })
+  test('a tx kept after its transaction committed, or rolled back, by the scope marker', () =>
+    shared.expectEscapedTxRefused(prisma, outbox, { count }))
 
-  test('a nested tx kept after its savepoint ended, while the outer transaction goes on', async () => {
-    const kept = await prisma.$transaction(async (tx) => {
-      let nested: any
-      await tx.$transaction(async (inner: unknown) => {
-        nested = inner
-      })
-      await expectNotInTransaction(
-        publish(outbox, nested, { topic: 'nested-escaped', payload: 1 }),
-        /nested \$transaction client whose scope already finished/,
-      )
-      return publish(outbox, tx, { topic: 'nested-outer', payload: 1 })
-    })
-    expect(await count('id = ?', [kept.id])).toBe(1)
-    expect(await count(`topic = 'nested-escaped'`)).toBe(0)
-  })
+  test('a nested tx kept after its savepoint ended, while the outer transaction goes on', () =>
+    shared.expectEscapedNestedTxRefused(prisma, outbox, { count, idIs: 'id = ?' }))
 
   test('a tx whose transaction the server ended on a deadlock: the guard writes nothing and publish refuses', async () => {
     await inspector.query(`INSERT INTO widget (id, name) VALUES (1001, 'a'), (1002, 'b')`)
     const aLocked = deferred()
     const bLocked = deferred()
     const outcomes: { victim: boolean; refusal?: Error; autocommitted?: number }[] = []
-    const run = (mine: number, theirs: number, locked: ReturnType<typeof deferred>, other: typeof locked) =>
+    const run = (mine: number, theirs: number, locked: Deferred<void>, other: typeof locked) =>
       prisma
         .$transaction(
           async (tx) => {
@@ -312,7 +202,7 @@ describe('what publish refuses on MySQL / MariaDB', () => {
             } catch (err) {
               expect((err as { code?: string }).code).toBe('P2010') // 1213 deadlock
               // MariaDB rolled the whole transaction back; Prisma still hands out this tx.
-              const refusal = await expectNotInTransaction(
+              const refusal = await shared.expectNotInTransaction(
                 publish(outbox, tx, { topic: 'after-deadlock', payload: mine }),
                 /database transaction already ended/,
               )
@@ -322,15 +212,13 @@ describe('what publish refuses on MySQL / MariaDB', () => {
                 `autocommitted-${mine}`,
               )
               outcomes.push({ victim: true, refusal, autocommitted })
-              throw new Rollback('deadlock victim')
+              throw new shared.Rollback('deadlock victim')
             }
             outcomes.push({ victim: false })
           },
           { maxWait: 10_000, timeout: 20_000 },
         )
-        .catch((e) => {
-          if (!(e instanceof Rollback)) throw e
-        })
+        .catch(shared.rolledBack)
     await Promise.all([run(1001, 1002, aLocked, bLocked), run(1002, 1001, bLocked, aLocked)])
     expect(outcomes.filter((o) => o.victim)).toHaveLength(1)
     expect(await count(`topic = 'after-deadlock'`)).toBe(0)
@@ -349,13 +237,11 @@ describe('errors while writing on MySQL / MariaDB', () => {
           await publish(outbox, tx, { topic: 'lock', payload: 1, dedupKey: 'locked-1' })
           holding.resolve()
           await release.promise
-          throw new Rollback('release')
+          throw new shared.Rollback('release')
         },
         { timeout: 20_000 },
       )
-      .catch((e) => {
-        if (!(e instanceof Rollback)) throw e
-      })
+      .catch(shared.rolledBack)
     await holding.promise
     try {
       const err = await rejection(
@@ -380,12 +266,8 @@ describe('errors while writing on MySQL / MariaDB', () => {
     expect(await count(`topic = 'timeout' OR dedup_key = 'locked-1'`)).toBe(0)
   })
 
-  test('a missing table is a DATABASE error naming it', async () => {
-    const missing = defineOutbox({ table: 'no_such_table' })
-    const err = await rejection(prisma.$transaction((tx) => publish(missing, tx, { topic: 'x', payload: 1 })))
-    expect(isOutboxError(err, 'DATABASE'), String(err)).toBe(true)
-    expect(err.message).toMatch(/no_such_table/)
-  })
+  test('a missing table is a DATABASE error naming it', () =>
+    shared.expectMissingTableError(prisma, defineOutbox({ table: 'no_such_table' })))
 })
 
 describe('the MySQL outbox model and SQL for Prisma Migrate', () => {
@@ -434,15 +316,8 @@ describe('the MySQL outbox model and SQL for Prisma Migrate', () => {
     )
   }
 
-  test('the shipped schema/outbox.mysql.prisma and .sql are what the helpers return', () => {
-    expect(readFileSync(shippedModelPathFor('mysql'), 'utf8')).toBe(
-      outboxPrismaModel(outbox, { provider: 'mysql' }),
-    )
-    expect(readFileSync(shippedSqlPathFor('mysql'), 'utf8')).toBe(
-      outboxMigrationSql(outbox, { provider: 'mysql' }),
-    )
-    expect(outboxMigrationSql(outbox, { provider: 'mysql' })).toContain(mysqlOutboxDdl(outbox))
-  })
+  test('the shipped schema/outbox.mysql.prisma and .sql are what the helpers return', () =>
+    shared.expectShippedFiles('mysql', outbox, mysqlOutboxDdl(outbox)))
 
   test('the table the shipped SQL creates has the columns, types, nullability and indexes the model declares', async () => {
     const [model] = parseModels(readFileSync(shippedModelPathFor('mysql'), 'utf8'))
@@ -477,27 +352,9 @@ describe('the MySQL outbox model and SQL for Prisma Migrate', () => {
   })
 
   test('Prisma Client reads a published message through the shipped model', async () => {
-    const { id } = await prisma.$transaction((tx) =>
-      publish(outbox, tx, {
-        topic: 'model',
-        payload: { n: 1 },
-        key: 'k',
-        headers: { a: 'b' },
-        dedupKey: 'model-1',
-      }),
-    )
-    const row = await prisma.outboxMessage.findUnique({ where: { id } })
-    expect(row).toMatchObject({
-      id,
-      topic: 'model',
-      key: 'k',
+    const row = await shared.readPublishedThroughModel(prisma, outbox, {
       payload: { n: 1 },
       headers: { a: 'b' },
-      state: 'pending',
-      attempts: 0,
-      dedupKey: 'model-1',
-      lastError: null,
-      seq: null,
     })
     expect(row.availableAt).toBeInstanceOf(Date)
     // DATETIME(6) written by the server in UTC, read by Prisma as UTC: within a minute of now.

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { serverInspector, testDatabaseUrl, uniqueTableName, waitFor } from '@outboxkit/conformance'
+import { rejection, serverInspector, testDatabaseUrl, uniqueTableName, waitFor } from '@outboxkit/conformance'
 import { defineOutbox, isOutboxError, type Outbox, outboxDdl } from '@outboxkit/core'
 import { outboxMigrationSql, outboxPrismaModel, prismaDialect, publish, publishMany } from '@outboxkit/prisma'
 import { PrismaPg } from '@prisma/adapter-pg'
@@ -12,8 +12,7 @@ import {
   shippedSqlPath,
   type TestPrismaClient,
 } from './support/prisma-client.js'
-
-class Rollback extends Error {}
+import * as shared from './support/publish-tests.js'
 
 // Generated (when missing) while the file is collected, outside any hook timeout.
 const { PrismaClient } = await loadPrismaClient()
@@ -32,23 +31,6 @@ const count = async (where = 'true', params: unknown[] = []) =>
   Number((await inspector.query(`SELECT count(*)::int AS n FROM ${T} WHERE ${where}`, params))[0]!.n)
 const widgets = async () =>
   Number((await inspector.query(`SELECT count(*)::int AS n FROM "${schema}".widget`))[0]!.n)
-
-async function rejection(promise: Promise<unknown>): Promise<Error & { code?: string; cause?: any }> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  )
-  expect(err, 'expected a rejection').toBeInstanceOf(Error)
-  return err as Error & { code?: string }
-}
-
-async function expectNotInTransaction(promise: Promise<unknown>, mentions: RegExp) {
-  const err = await rejection(promise)
-  expect(isOutboxError(err, 'NOT_IN_TRANSACTION'), String(err)).toBe(true)
-  expect(err.message).toContain('[outboxkit] [prisma]')
-  expect(err.message).toMatch(mentions)
-  return err
-}
 
 beforeAll(async () => {
   const pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 10 })
@@ -74,13 +56,7 @@ afterAll(async () => {
 
 describe('which handles publish accepts', () => {
   test('the dialect comes from the client: postgres for the root, transaction and nested transaction clients', async () => {
-    expect(prismaDialect(prisma)).toBe('postgres')
-    await prisma.$transaction(async (tx) => {
-      expect(prismaDialect(tx)).toBe('postgres')
-      await tx.$transaction(async (inner: unknown) => {
-        expect(prismaDialect(inner)).toBe('postgres')
-      })
-    })
+    await shared.expectDialectEverywhere(prisma, 'postgres')
     expect(prismaDialect(null)).toBeUndefined()
     expect(prismaDialect({ $queryRawUnsafe: () => Promise.resolve([]) })).toBeUndefined()
   })
@@ -96,7 +72,7 @@ describe('which handles publish accepts', () => {
       prisma.$transaction(async (tx) => {
         await tx.widget.create({ data: { name: 'w-rollback' } })
         await publish(outbox, tx, { topic: 'accepted-rb', payload: 1 })
-        throw new Rollback('roll back')
+        throw new shared.Rollback('roll back')
       }),
     ).rejects.toThrow('roll back')
     expect(await widgets()).toBe(before)
@@ -108,15 +84,7 @@ describe('which handles publish accepts', () => {
     const xprisma = prisma.$extends({
       client: { $tenant: () => 't1' },
       query: {
-        $allOperations({
-          operation,
-          args,
-          query,
-        }: {
-          operation: string
-          args: unknown
-          query: (a: unknown) => unknown
-        }) {
+        $allOperations({ operation, args, query }: shared.AllOperations) {
           seen.push(operation)
           return query(args)
         },
@@ -135,7 +103,7 @@ describe('which handles publish accepts', () => {
           { topic: 'extended-rb', payload: 1 },
           { topic: 'extended-rb', payload: 2 },
         ])
-        throw new Rollback('roll back')
+        throw new shared.Rollback('roll back')
       }),
     ).rejects.toThrow('roll back')
     expect(await count(`topic = 'extended-rb'`)).toBe(0)
@@ -188,49 +156,15 @@ describe('which handles publish accepts', () => {
 })
 
 describe('what publish refuses', () => {
-  test('the root PrismaClient and a $extends() root client, naming them; nothing is written', async () => {
-    const before = await count()
-    for (const handle of [prisma, prisma.$extends({ client: { $x: () => 1 } })]) {
-      await expectNotInTransaction(
-        publish(outbox, handle as never, { topic: 'root', payload: 1 }),
-        /a PrismaClient \(the root client or a \$extends\(\) client\)/,
-      )
-      await expectNotInTransaction(
-        publishMany(outbox, handle as never, [{ topic: 'root', payload: 1 }]),
-        /autocommit/,
-      )
-    }
-    expect(await count()).toBe(before)
-  })
+  test('the root PrismaClient and a $extends() root client, naming them; nothing is written', () =>
+    shared.expectRootClientsRefused(prisma, outbox, count))
 
-  test('a tx kept after its transaction committed, or rolled back: refused before anything is sent', async () => {
-    let escaped: any
-    await prisma.$transaction(async (tx) => {
-      escaped = tx
-    })
-    sent.length = 0
-    await expectNotInTransaction(
-      publish(outbox, escaped, { topic: 'escaped', payload: 1 }),
-      /already finished/,
-    )
-    expect(sent).toEqual([])
-    await prisma
-      .$transaction(async (tx) => {
-        escaped = tx
-        await tx.widget.create({ data: { name: 'w-escaped' } })
-        throw new Rollback('roll back')
-      })
-      .catch((e) => {
-        if (!(e instanceof Rollback)) throw e
-      })
-    sent.length = 0
-    await expectNotInTransaction(
-      publishMany(outbox, escaped, [{ topic: 'escaped', payload: 1 }]),
-      /already finished/,
-    )
-    expect(sent).toEqual([])
-    expect(await count(`topic = 'escaped'`)).toBe(0)
-  })
+  test('a tx kept after its transaction committed, or rolled back: refused before anything is sent', () =>
+    shared.expectEscapedTxRefused(prisma, outbox, {
+      count,
+      sent,
+      inRollback: (tx) => tx.widget.create({ data: { name: 'w-escaped' } }),
+    }))
 
   test("Prisma's own P2028 (transaction closed, thrown before sending) maps to NOT_IN_TRANSACTION", async () => {
     let escaped: any
@@ -278,31 +212,18 @@ describe('what publish refuses', () => {
     await prisma
       .$transaction(async (tx) => {
         await expect(tx.$queryRawUnsafe('SELECT 1/0')).rejects.toMatchObject({ code: 'P2010' })
-        await expectNotInTransaction(publish(outbox, tx, { topic: 'failed', payload: 1 }), /already failed/)
-        throw new Rollback('done')
+        await shared.expectNotInTransaction(
+          publish(outbox, tx, { topic: 'failed', payload: 1 }),
+          /already failed/,
+        )
+        throw new shared.Rollback('done')
       })
-      .catch((e) => {
-        if (!(e instanceof Rollback)) throw e
-      })
+      .catch(shared.rolledBack)
     expect(await count(`topic = 'failed'`)).toBe(0)
   })
 
-  test('a nested tx kept after its savepoint ended is refused while the outer transaction goes on', async () => {
-    const ids = await prisma.$transaction(async (tx) => {
-      let nested: any
-      await tx.$transaction(async (inner: any) => {
-        nested = inner
-      })
-      await expectNotInTransaction(
-        publish(outbox, nested, { topic: 'nested-escaped', payload: 1 }),
-        /nested \$transaction client whose scope already finished/,
-      )
-      const kept = await publish(outbox, tx, { topic: 'nested-outer', payload: 1 })
-      return kept
-    })
-    expect(await count('id = $1', [ids.id])).toBe(1)
-    expect(await count(`topic = 'nested-escaped'`)).toBe(0)
-  })
+  test('a nested tx kept after its savepoint ended is refused while the outer transaction goes on', () =>
+    shared.expectEscapedNestedTxRefused(prisma, outbox, { count, idIs: 'id = $1' }))
 
   test('a publish not awaited inside the callback either joins the transaction or is refused, never autocommits', async () => {
     let committed = 0
@@ -331,7 +252,7 @@ describe('what publish refuses', () => {
     const before = await widgets()
     // publish needs an interactive transaction; in a batch it could only be given the root client.
     const message = publish(outbox, prisma as never, { topic: 'batch', payload: 1 })
-    const refused = expectNotInTransaction(message, /a PrismaClient/)
+    const refused = shared.expectNotInTransaction(message, /a PrismaClient/)
     const batch = rejection(
       (async () => prisma.$transaction([prisma.widget.create({ data: { name: 'w-batch' } }), message]))(),
     )
@@ -366,12 +287,8 @@ describe('errors while writing', () => {
     expect(await count(`topic = 'timeout' OR dedup_key = 'locked-1'`)).toBe(0)
   })
 
-  test('a missing table is a DATABASE error with the SQLSTATE message', async () => {
-    const missing = defineOutbox({ table: `${schema}.no_such_table` })
-    const err = await rejection(prisma.$transaction((tx) => publish(missing, tx, { topic: 'x', payload: 1 })))
-    expect(isOutboxError(err, 'DATABASE'), String(err)).toBe(true)
-    expect(err.message).toMatch(/no_such_table/)
-  })
+  test('a missing table is a DATABASE error with the SQLSTATE message', () =>
+    shared.expectMissingTableError(prisma, defineOutbox({ table: `${schema}.no_such_table` })))
 })
 
 describe('the outbox model and SQL for Prisma Migrate', () => {
@@ -434,30 +351,12 @@ describe('the outbox model and SQL for Prisma Migrate', () => {
   })
 
   test('Prisma Client reads a published message through the shipped model', async () => {
-    const { id } = await prisma.$transaction((tx) =>
-      publish(outbox, tx, {
-        topic: 'model',
-        payload: { n: 1 },
-        key: 'k',
-        headers: { a: 'b' },
-        dedupKey: 'model-1',
-      }),
-    )
-    const row = await prisma.outboxMessage.findUnique({ where: { id } })
-    expect(row).toMatchObject({
-      id,
-      topic: 'model',
-      key: 'k',
+    const row = await shared.readPublishedThroughModel(prisma, outbox, {
       payload: { n: 1 },
       headers: { a: 'b' },
-      state: 'pending',
-      attempts: 0,
-      dedupKey: 'model-1',
-      lastError: null,
-      seq: null, // only messages of ordered topics are numbered
     })
     expect(row.availableAt).toBeInstanceOf(Date)
     expect(row.createdAt).toBeInstanceOf(Date)
-    expect((await prisma.outboxMessage.findUnique({ where: { dedupKey: 'model-1' } })).id).toBe(id)
+    expect((await prisma.outboxMessage.findUnique({ where: { dedupKey: 'model-1' } })).id).toBe(row.id)
   })
 })

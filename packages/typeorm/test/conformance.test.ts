@@ -1,130 +1,35 @@
-import {
-  type RefusedHandle,
-  runPublishConformance,
-  serverInspector,
-  testDatabaseUrl,
-} from '@outboxkit/conformance'
+import { serverInspector, testDatabaseUrl } from '@outboxkit/conformance'
 import { pgBackend } from '@outboxkit/pg'
-import { publish, publishMany } from '@outboxkit/typeorm'
 import pg from 'pg'
-import { DataSource, type EntityManager, type QueryRunner } from 'typeorm'
+import { DataSource } from 'typeorm'
+import { endedHandles, queryRunners, runTypeormConformance, serverHandles } from './support/conformance.js'
 
-/** A DataSource, and the handles that are not open transactions, shared by both runs below. */
-async function open() {
+// PostgreSQL: a DataSource and the handles that are not open transactions, the same for both runs.
+runTypeormConformance(undefined, async () => {
   const dataSource = new DataSource({ type: 'postgres', url: testDatabaseUrl(), poolSize: 30 })
   await dataSource.initialize()
   const pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 10 })
   const inspector = serverInspector()
-  const runners: QueryRunner[] = []
-  const runner = () => {
-    const qr = dataSource.createQueryRunner()
-    runners.push(qr)
-    return qr
-  }
-  async function refusedHandles(): Promise<RefusedHandle[]> {
-    const neverConnected = runner()
-    const autocommit = runner()
-    await autocommit.connect()
-    const committed = runner()
-    await committed.startTransaction()
-    await committed.commitTransaction()
-    const rolledBack = runner()
-    await rolledBack.startTransaction()
-    await rolledBack.rollbackTransaction()
-    const released = runner()
-    await released.startTransaction()
-    await released.release()
-    const rawBegin = runner()
-    await rawBegin.query('BEGIN')
-    const failed = runner()
-    await failed.startTransaction()
-    await failed.query('SELECT 1/0').catch(() => {})
-    const open = runner()
-    await open.startTransaction()
-    return [
-      { label: 'a DataSource', handle: dataSource },
-      { label: 'dataSource.manager (no QueryRunner)', handle: dataSource.manager },
-      { label: 'dataSource.createEntityManager()', handle: dataSource.createEntityManager() },
-      { label: 'a QueryRunner never connected, no transaction', handle: neverConnected },
-      { label: 'a connected QueryRunner in autocommit', handle: autocommit },
-      { label: 'the manager of a QueryRunner in autocommit', handle: autocommit.manager },
-      { label: 'a QueryRunner committed but not released', handle: committed },
-      { label: 'the manager of a QueryRunner committed but not released', handle: committed.manager },
-      { label: 'a QueryRunner rolled back but not released', handle: rolledBack },
-      { label: 'a released QueryRunner (its transaction was open)', handle: released },
-      { label: "a QueryRunner after a raw query('BEGIN') (not tracked by TypeORM)", handle: rawBegin },
-      { label: 'a QueryRunner whose transaction failed', handle: failed },
-      { label: 'the pg client of an open transaction (not a TypeORM handle)', handle: await open.connect() },
-      { label: 'null', handle: null },
-      { label: 'a plain object', handle: { query: () => {}, isTransactionActive: true, isReleased: false } },
-    ]
-  }
+  const { runner, releaseAll } = queryRunners(dataSource)
   return {
     dataSource,
-    runner,
     backend: pgBackend({ pool }),
-    inspect: (text: string, params?: unknown[]) => inspector.query(text, params),
-    refusedHandles,
+    inspect: (text, params) => inspector.query(text, params),
+    async refusedHandles() {
+      const failed = runner()
+      await failed.startTransaction()
+      await failed.query('SELECT 1/0').catch(() => {})
+      return [
+        ...(await endedHandles(dataSource, runner)),
+        ...(await serverHandles(runner, { client: 'pg client' })),
+        { label: 'a QueryRunner whose transaction failed', handle: failed },
+      ]
+    },
     async teardown() {
-      for (const qr of runners) {
-        if (qr.isReleased) continue
-        if (qr.isTransactionActive) await qr.rollbackTransaction().catch(() => {})
-        await qr.query('ROLLBACK').catch(() => {})
-        await qr.release()
-      }
+      await releaseAll()
       await inspector.close()
       await pool.end()
       await dataSource.destroy()
     },
   }
-}
-
-// The EntityManager of dataSource.transaction(), nested manager.transaction() as the savepoint.
-runPublishConformance<EntityManager>({
-  name: 'typeorm',
-  label: 'typeorm (EntityManager)',
-  publish,
-  publishMany,
-  async setup() {
-    const db = await open()
-    return {
-      ...db,
-      transaction: (fn) => db.dataSource.transaction(fn),
-      savepoint: (manager, fn) => manager.transaction(fn),
-    }
-  },
-})
-
-// A QueryRunner after startTransaction(); a second startTransaction() as the savepoint.
-runPublishConformance<QueryRunner>({
-  name: 'typeorm',
-  label: 'typeorm (QueryRunner)',
-  publish,
-  publishMany,
-  async setup() {
-    const db = await open()
-    const inTransaction = async <T>(qr: QueryRunner, fn: (qr: QueryRunner) => Promise<T>) => {
-      await qr.startTransaction()
-      try {
-        const result = await fn(qr)
-        await qr.commitTransaction()
-        return result
-      } catch (err) {
-        await qr.rollbackTransaction()
-        throw err
-      }
-    }
-    return {
-      ...db,
-      async transaction(fn) {
-        const qr = db.dataSource.createQueryRunner()
-        try {
-          return await inTransaction(qr, fn)
-        } finally {
-          await qr.release()
-        }
-      },
-      savepoint: inTransaction,
-    }
-  },
 })

@@ -1,10 +1,17 @@
-import { mysqlInspector, testMysqlUri, uniqueTableName } from '@outboxkit/conformance'
-import { defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
+import {
+  expectUnawaitedPublishContained,
+  mysqlInspector,
+  settle,
+  testMysqlUri,
+  uniqueTableName,
+} from '@outboxkit/conformance'
+import { defineOutbox, migrate } from '@outboxkit/core'
 import { mysqlBackend } from '@outboxkit/mysql'
 import { publish, publishMany } from '@outboxkit/typeorm'
 import * as mysql2 from 'mysql2'
-import { DataSource, type Logger, type QueryRunner } from 'typeorm'
+import { DataSource, type EntityManager, type Logger, type QueryRunner } from 'typeorm'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { expectRawCommitRefused, recordingLogger, expectRefused as refused } from './support/signal.js'
 
 const inspector = mysqlInspector()
 const table = uniqueTableName('typeorm_mysql_signal')
@@ -17,19 +24,9 @@ const count = async (topic: string) =>
     )[0]!.n,
   )
 
-/** The error `promise` rejects with (a handler is attached at once, so no rejection goes unhandled). */
-const settle = (promise: Promise<unknown>) =>
-  promise.then(
-    () => undefined,
-    (err: unknown) => err as Error & { code?: string },
-  )
-
-const expectRefused = (err: unknown, code = 'NOT_IN_TRANSACTION') => {
-  expect(isOutboxError(err), String(err)).toBe(true)
-  expect((err as { code: string }).code).toBe(code)
-  expect((err as Error).message).toContain('[outboxkit] [typeorm]')
-  if (code === 'NOT_IN_TRANSACTION') expect((err as Error).message).toContain('Nothing was written.')
-}
+/** A refusal of the TypeORM adapter; on MySQL a NOT_IN_TRANSACTION also says nothing was written. */
+const expectRefused = (err: unknown, code = 'NOT_IN_TRANSACTION') =>
+  refused(err, code, code === 'NOT_IN_TRANSACTION' ? ['Nothing was written.'] : [])
 
 /** The mysql2 connection TypeORM holds for a runner (internal fields patched below). */
 type Connection = Record<string, unknown> & { query(sql: string, cb: (err: Error | null) => void): void }
@@ -85,33 +82,19 @@ afterAll(async () => {
 })
 
 describe.each(Object.keys(modes) as (keyof typeof modes)[])('the transaction check: %s', (mode) => {
-  const logged: string[] = []
-  const logger: Logger = {
-    logQuery: (query) => void logged.push(query),
-    logQueryError: () => {},
-    logQuerySlow: () => {},
-    logSchemaBuild: () => {},
-    logMigration: () => {},
-    log: () => {},
-  }
+  const { logged, logger } = recordingLogger()
   let dataSource: DataSource
   beforeAll(async () => {
     dataSource = await dataSourceFor(mode, logger)
   })
   afterAll(() => dataSource.destroy())
 
-  test('a raw COMMIT inside dataSource.transaction() is caught by the server, not by TypeORM flags', async () => {
-    const topic = `raw-commit-${mode}`
-    await dataSource.transaction(async (manager) => {
-      await manager.query('COMMIT')
-      expect(manager.queryRunner!.isTransactionActive).toBe(true)
-      const err = await settle(publish(outbox, manager, { topic, payload: 1 }))
-      expectRefused(err)
-      expect(err!.message).toContain('the server reports autocommit')
-      await manager.query('BEGIN') // so TypeORM's own COMMIT has a transaction to end
-    })
-    expect(await count(topic)).toBe(0)
-  })
+  test('a raw COMMIT inside dataSource.transaction() is caught by the server, not by TypeORM flags', () =>
+    expectRawCommitRefused(dataSource, outbox, {
+      topic: `raw-commit-${mode}`,
+      reason: ['the server reports autocommit', 'Nothing was written.'],
+      count,
+    }))
 
   test('a publish queued behind a COMMIT is refused when its turn comes, and writes nothing', async () => {
     const topic = `behind-commit-${mode}`
@@ -169,25 +152,14 @@ describe.each(Object.keys(modes) as (keyof typeof modes)[])('the transaction che
   // ROLLBACK can be queued between them: the documented gap of that path (docs/adapters/typeorm.md).
   test.skipIf(mode === 'no command queue')(
     'a publish not awaited before the transaction ends never outlives it',
-    async () => {
-      const topic = `not-awaited-${mode}`
-      let pending!: Promise<Error | undefined>
-      await settle(
-        dataSource.transaction(async (manager) => {
-          pending = settle(publish(outbox, manager, { topic: `${topic}-rb`, payload: 1 }))
-          throw new Error('roll back')
-        }),
-      )
-      const rolledBack = await pending
-      if (rolledBack) expectRefused(rolledBack)
-      expect(await count(`${topic}-rb`)).toBe(0)
-      await dataSource.transaction(async (manager) => {
-        pending = settle(publish(outbox, manager, { topic, payload: 1 }))
-      })
-      const committed = await pending
-      if (committed) expectRefused(committed)
-      expect(await count(topic)).toBe(committed ? 0 : 1)
-    },
+    () =>
+      expectUnawaitedPublishContained<EntityManager>({
+        transaction: (fn) => dataSource.transaction(fn),
+        publish: (manager, topic) => publish(outbox, manager, { topic, payload: 1 }),
+        topic: `not-awaited-${mode}`,
+        count,
+        expectRefused: (err) => expectRefused(err),
+      }),
   )
 
   test("round trips, and what TypeORM's logger sees", async () => {

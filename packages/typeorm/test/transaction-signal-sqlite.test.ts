@@ -1,44 +1,29 @@
 import { rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { uniqueTableName, waitFor } from '@outboxkit/conformance'
+import { settle, uniqueTableName, waitFor } from '@outboxkit/conformance'
 import { createRelay, type DeliveredMessage, defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
 import { sqliteBackend } from '@outboxkit/sqlite'
 import { publish } from '@outboxkit/typeorm'
 import type Database from 'better-sqlite3'
-import { DataSource, type Logger } from 'typeorm'
+import { DataSource } from 'typeorm'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import {
+  expectLoggedAlone,
+  expectRawCommitRefused,
+  expectRefused,
+  recordingLogger,
+} from './support/signal.js'
 
 const file = join(tmpdir(), `${uniqueTableName('typeorm_sqlite_signal')}.db`)
 const table = uniqueTableName('typeorm_sqlite_signal')
 const outbox = defineOutbox({ table })
-const logged: string[] = []
-const logger: Logger = {
-  logQuery: (query) => void logged.push(query),
-  logQueryError: () => {},
-  logQuerySlow: () => {},
-  logSchemaBuild: () => {},
-  logMigration: () => {},
-  log: () => {},
-}
+const { logged, logger } = recordingLogger()
 const dataSource = new DataSource({ type: 'better-sqlite3', database: file, enableWAL: true, logger })
 let db: Database.Database
 
 const count = (topic: string) =>
   (db.prepare(`SELECT count(*) AS n FROM "${table}" WHERE topic = ?`).get(topic) as { n: number }).n
-
-/** The error `promise` rejects with (a handler is attached at once, so no rejection goes unhandled). */
-const settle = (promise: Promise<unknown>) =>
-  promise.then(
-    () => undefined,
-    (err: unknown) => err as Error & { code?: string },
-  )
-
-const expectRefused = (err: unknown, code = 'NOT_IN_TRANSACTION') => {
-  expect(isOutboxError(err), String(err)).toBe(true)
-  expect((err as { code: string }).code).toBe(code)
-  expect((err as Error).message).toContain('[outboxkit] [typeorm]')
-}
 
 beforeAll(async () => {
   await dataSource.initialize()
@@ -61,17 +46,12 @@ describe('the transaction signal on better-sqlite3', () => {
     expect(count('sync')).toBe(1)
   })
 
-  test('a raw COMMIT inside dataSource.transaction() is caught by better-sqlite3, not by TypeORM flags', async () => {
-    await dataSource.transaction(async (manager) => {
-      await manager.query('COMMIT')
-      expect(manager.queryRunner!.isTransactionActive).toBe(true)
-      const err = await settle(publish(outbox, manager, { topic: 'raw-commit', payload: 1 }))
-      expectRefused(err)
-      expect(err!.message).toContain('SQLite reports autocommit')
-      await manager.query('BEGIN') // so TypeORM's own COMMIT has a transaction to end
-    })
-    expect(count('raw-commit')).toBe(0)
-  })
+  test('a raw COMMIT inside dataSource.transaction() is caught by better-sqlite3, not by TypeORM flags', () =>
+    expectRawCommitRefused(dataSource, outbox, {
+      topic: 'raw-commit',
+      reason: 'SQLite reports autocommit',
+      count,
+    }))
 
   test("a concurrent transaction's failed BEGIN rolls back the first one (one shared connection): publish sees it", async () => {
     let release!: () => void
@@ -94,14 +74,12 @@ describe('the transaction signal on better-sqlite3', () => {
     expect(count('shared-connection')).toBe(0)
   })
 
-  test("TypeORM's logger sees the publish statement, the only one publish sends", async () => {
-    logged.length = 0
-    await dataSource.transaction((manager) => publish(outbox, manager, { topic: 'logged', payload: 1 }))
-    expect(logged).toHaveLength(3)
-    expect(logged[0]).toBe('BEGIN TRANSACTION')
-    expect(logged[1]).toContain(`INSERT INTO "${table}"`)
-    expect(logged[2]).toBe('COMMIT')
-  })
+  test("TypeORM's logger sees the publish statement, the only one publish sends", () =>
+    expectLoggedAlone(dataSource, outbox, {
+      logged,
+      begin: 'BEGIN TRANSACTION',
+      insert: `INSERT INTO "${table}"`,
+    }))
 
   test('a topic schema that validates asynchronously is refused (the write must happen before publish returns)', async () => {
     const strict = defineOutbox({

@@ -1,24 +1,28 @@
-import { serverInspector, testDatabaseUrl, uniqueTableName } from '@outboxkit/conformance'
-import { defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
+import {
+  expectUnawaitedPublishContained,
+  serverInspector,
+  settle,
+  testDatabaseUrl,
+  uniqueTableName,
+} from '@outboxkit/conformance'
+import { defineOutbox, migrate } from '@outboxkit/core'
 import { pgBackend } from '@outboxkit/pg'
 import { createOutboxEntity, publish, publishMany } from '@outboxkit/typeorm'
 import pg from 'pg'
-import { DataSource, type Logger } from 'typeorm'
+import { DataSource, type EntityManager } from 'typeorm'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import {
+  expectLoggedAlone,
+  expectRawCommitRefused,
+  expectRefused,
+  recordingLogger,
+} from './support/signal.js'
 
 const inspector = serverInspector()
 const table = uniqueTableName('typeorm_signal')
 const outbox = defineOutbox({ table })
 const OutboxMessage = createOutboxEntity(outbox)
-const logged: string[] = []
-const logger: Logger = {
-  logQuery: (query) => void logged.push(query),
-  logQueryError: () => {},
-  logQuerySlow: () => {},
-  logSchemaBuild: () => {},
-  logMigration: () => {},
-  log: () => {},
-}
+const { logged, logger } = recordingLogger()
 const dataSource = new DataSource({
   type: 'postgres',
   url: testDatabaseUrl(),
@@ -28,19 +32,6 @@ const dataSource = new DataSource({
 
 const count = async (topic: string) =>
   Number((await inspector.query(`SELECT count(*)::int AS n FROM ${table} WHERE topic = $1`, [topic]))[0]!.n)
-
-/** The error `promise` rejects with (a handler is attached at once, so no rejection goes unhandled). */
-const settle = (promise: Promise<unknown>) =>
-  promise.then(
-    () => undefined,
-    (err: unknown) => err as Error & { code?: string },
-  )
-
-const expectRefused = (err: unknown, code = 'NOT_IN_TRANSACTION') => {
-  expect(isOutboxError(err), String(err)).toBe(true)
-  expect((err as { code: string }).code).toBe(code)
-  expect((err as Error).message).toContain('[outboxkit] [typeorm]')
-}
 
 beforeAll(async () => {
   await dataSource.initialize()
@@ -90,17 +81,12 @@ describe('the transaction signal', () => {
     }
   })
 
-  test('a raw COMMIT inside dataSource.transaction() is caught by pg status, not by TypeORM flags', async () => {
-    await dataSource.transaction(async (manager) => {
-      await manager.query('COMMIT')
-      expect(manager.queryRunner!.isTransactionActive).toBe(true)
-      const err = await settle(publish(outbox, manager, { topic: 'raw-commit', payload: 1 }))
-      expectRefused(err)
-      expect(err!.message).toContain('PostgreSQL reports it idle')
-      await manager.query('BEGIN') // so TypeORM's own COMMIT has a transaction to end
-    })
-    expect(await count('raw-commit')).toBe(0)
-  })
+  test('a raw COMMIT inside dataSource.transaction() is caught by pg status, not by TypeORM flags', () =>
+    expectRawCommitRefused(dataSource, outbox, {
+      topic: 'raw-commit',
+      reason: 'PostgreSQL reports it idle',
+      count,
+    }))
 
   test('a failed transaction is refused before anything is sent', async () => {
     const err = await settle(
@@ -132,25 +118,17 @@ describe('the transaction signal', () => {
     }
   })
 
-  test('a publish not awaited before the transaction ends never outlives it', async () => {
-    let pending!: Promise<Error | undefined>
-    await settle(
-      dataSource.transaction(async (manager) => {
-        pending = settle(publishMany(outbox, manager, [{ topic: 'not-awaited-rb', payload: 1 }]))
-        throw new Error('roll back')
-      }),
-    )
-    const rolledBack = await pending
-    if (rolledBack) expectRefused(rolledBack)
-    expect(await count('not-awaited-rb')).toBe(0)
-    await dataSource.transaction(async (manager) => {
-      pending = settle(publish(outbox, manager, { topic: 'not-awaited', payload: 1 }))
-    })
-    const committed = await pending
-    // Either it was queued before TypeORM's COMMIT (and committed with it) or refused: never alone.
-    if (committed) expectRefused(committed)
-    expect(await count('not-awaited')).toBe(committed ? 0 : 1)
-  })
+  test('a publish not awaited before the transaction ends never outlives it', () =>
+    expectUnawaitedPublishContained<EntityManager>({
+      transaction: (fn) => dataSource.transaction(fn),
+      publish: (manager, topic, rollingBack) =>
+        rollingBack
+          ? publishMany(outbox, manager, [{ topic, payload: 1 }])
+          : publish(outbox, manager, { topic, payload: 1 }),
+      topic: 'not-awaited',
+      count,
+      expectRefused: (err) => expectRefused(err),
+    }))
 
   test("the server's statement_timeout fails the publish with TIMEOUT", async () => {
     const holder = dataSource.createQueryRunner()
@@ -184,15 +162,12 @@ describe('the transaction signal', () => {
     expect(await count('repo')).toBe(0)
   })
 
-  test("TypeORM's logger sees the publish statement, the only one publish sends", async () => {
-    logged.length = 0
-    await dataSource.transaction((manager) => publish(outbox, manager, { topic: 'logged', payload: 1 }))
-    // One statement per publish, between TypeORM's own START TRANSACTION and COMMIT.
-    expect(logged).toHaveLength(3)
-    expect(logged[0]).toBe('START TRANSACTION')
-    expect(logged[1]).toContain(`INSERT INTO "${table}"`)
-    expect(logged[2]).toBe('COMMIT')
-  })
+  test("TypeORM's logger sees the publish statement, the only one publish sends", () =>
+    expectLoggedAlone(dataSource, outbox, {
+      logged,
+      begin: 'START TRANSACTION',
+      insert: `INSERT INTO "${table}"`,
+    }))
 
   test('a nested manager.transaction() is a savepoint: the inner rollback removes only its message', async () => {
     const ids = await dataSource.transaction(async (manager) => {
