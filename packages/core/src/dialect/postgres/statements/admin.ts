@@ -1,0 +1,42 @@
+import type { PostgresStatements } from '../statements.js'
+import type { PostgresTable } from './table.js'
+
+/** The admin statements: purge, redrive, stats, dead letters and blocked keys. */
+export function postgresAdminStatements(
+  table: PostgresTable,
+): Pick<PostgresStatements, 'purge' | 'redrive' | 'stats' | 'listDead' | 'discard' | 'blockedKeys'> {
+  const { t, live } = table
+  const purge = `DELETE FROM ${t} WHERE state = ANY($1::text[]) AND available_at <= now() - $2::float8 * interval '1 millisecond'`
+  const redrive = `UPDATE ${t} SET state = 'pending', attempts = 0, available_at = now()
+WHERE state = 'dead' AND ($1::uuid[] IS NULL OR id = ANY($1::uuid[])) AND ($2::text[] IS NULL OR topic = ANY($2::text[]))`
+  const stats = `SELECT topic, state, count(*)::int AS n,
+  (extract(epoch FROM now() - min(created_at)) * 1000)::float8 AS oldest_age_ms,
+  (extract(epoch FROM now() - min(available_at) FILTER (WHERE ${live} AND available_at <= now())) * 1000)::float8 AS oldest_due_lag_ms
+FROM ${t} WHERE state = ANY($1::text[]) GROUP BY topic, state`
+  // Paged by (death time truncated to the millisecond, id), newest first: the cursor is the
+  // last row's (dead_ms, id) exactly as returned, so no row is skipped or repeated between pages.
+  const deadMs = 'floor(extract(epoch FROM available_at) * 1000)'
+  const listDead = `SELECT id::text AS id, topic, key, payload::text AS payload, headers::text AS headers, attempts, last_error,
+  (extract(epoch FROM created_at) * 1000)::float8 AS created_ms, ${deadMs}::float8 AS dead_ms
+FROM ${t} WHERE state = 'dead' AND ($1::text[] IS NULL OR topic = ANY($1::text[]))
+  AND ($3::float8 IS NULL OR (${deadMs}, id) < ($3::float8::numeric, $4::uuid))
+ORDER BY ${deadMs} DESC, id DESC LIMIT $2`
+  const discard = `DELETE FROM ${t}
+WHERE state = 'dead' AND ($1::uuid[] IS NULL OR id = ANY($1::uuid[])) AND ($2::text[] IS NULL OR topic = ANY($2::text[]))`
+  const blockedKeys = `WITH heads AS (
+  SELECT DISTINCT ON (key) key, id, topic, state, attempts, last_error, seq,
+    (extract(epoch FROM available_at) * 1000)::float8 AS since_ms, (extract(epoch FROM created_at) * 1000)::float8 AS created_ms
+  FROM ${t}
+  WHERE seq IS NOT NULL AND state <> 'delivered' AND (state <> 'dead' OR topic <> ALL($1::text[]))
+    AND ($3::text IS NULL OR key > $3::text)
+  ORDER BY key, seq
+)
+SELECT h.key, h.id::text AS id, h.topic, h.state, h.attempts, h.last_error, h.since_ms, h.created_ms,
+  (SELECT count(*) FROM ${t} AS w
+   WHERE w.key = h.key AND w.seq > h.seq AND w.seq IS NOT NULL AND w.state IN ('pending', 'processing'))::int AS waiting
+FROM heads AS h
+WHERE (h.state = 'dead' OR ($5::bool AND h.state = 'pending' AND h.attempts > 0))
+  AND ($2::text[] IS NULL OR h.topic = ANY($2::text[]))
+ORDER BY h.key LIMIT $4`
+  return { purge, redrive, stats, listDead, discard, blockedKeys }
+}
