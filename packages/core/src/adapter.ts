@@ -2,14 +2,14 @@
 // The OutboxBackend protocol's requests and rows, the publish pipeline and each dialect's
 // publisher factory, backend, statements and driver helpers. Applications import '@outboxkit/core'.
 
-export { summarizeStats } from './admin/queries.js'
+export { summarizeStats } from './admin/stats.js'
 export {
   createMysqlBackend,
   type MysqlExecutor,
   type MysqlQuery,
   type MysqlResult,
-  toMysqlOutboxError,
 } from './dialect/mysql/backend.js'
+export { toMysqlOutboxError } from './dialect/mysql/errors.js'
 export {
   asMysql2Connection,
   canQueueMysql2Commands,

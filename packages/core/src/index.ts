@@ -1,20 +1,16 @@
 // @outboxkit/core: what an application imports (README, CONTRACT). Adapter authors also import
 // '@outboxkit/core/adapter' (publisher factories, dialect backends, statements, driver helpers).
+
+export { type BlockedKey, type ListBlockedKeysOptions, listBlockedKeys } from './admin/blocked-keys.js'
 export { migrate, type PurgeOptions, purge, type RedriveOptions, redrive } from './admin/commands.js'
 export {
-  type BlockedKey,
   type DeadMessage,
   type DiscardOptions,
   discard,
-  type ListBlockedKeysOptions,
   type ListDeadOptions,
-  listBlockedKeys,
   listDead,
-  type OutboxStats,
-  type OutboxStatsOptions,
-  outboxStats,
-  type TopicStats,
-} from './admin/queries.js'
+} from './admin/dead-letters.js'
+export { type OutboxStats, type OutboxStatsOptions, outboxStats, type TopicStats } from './admin/stats.js'
 export { outboxDdl } from './dialect/ddl.js'
 export {
   type DefineOutboxOptions,
@@ -33,11 +29,17 @@ export type { MessageOptions, PublishMessage, PublishResult } from './outbox/mes
 export type { StandardSchemaV1 } from './outbox/standard-schema.js'
 export type { OutboxBackend, OutboxState } from './protocol/backend.js'
 export type { PublishFn, PublishManyFn } from './protocol/publisher.js'
-export type { DeadLetterReason, DeliveredMessage, Handler, HandlerContext, Handlers } from './relay/handler-types.js'
-export type { RelayState } from './relay/lifecycle.js'
-export type { Relay, RelayEvents, RelayOptions, RelayStats, StopOptions } from './relay/relay-types.js'
 export { createRelay } from './relay/create-relay.js'
+export type {
+  DeadLetterReason,
+  DeliveredMessage,
+  Handler,
+  HandlerContext,
+  Handlers,
+} from './relay/handler-types.js'
+export type { RelayState } from './relay/lifecycle.js'
 export type { RelayTelemetryOptions } from './relay/relay-telemetry.js'
+export type { Relay, RelayEvents, RelayOptions, RelayStats, StopOptions } from './relay/relay-types.js'
 export { Cancel, Retry, type RetryOptions, type RetryPolicy } from './relay/retry.js'
 export type { Logger, LogLevel, LogMethod } from './telemetry/logger.js'
 export { INSTRUMENTATION_SCOPE, metricNames } from './telemetry/metric-names.js'

@@ -2,15 +2,7 @@ import { assertOutbox, type Outbox } from '../outbox/define-outbox.js'
 import { OutboxError } from '../outbox/errors.js'
 import { formatValue } from '../outbox/format-value.js'
 import type { OutboxBackend } from '../protocol/backend.js'
-
-function assertBackend(backend: unknown, what: string): asserts backend is OutboxBackend {
-  if (!backend || typeof (backend as OutboxBackend).migrate !== 'function') {
-    throw new OutboxError(
-      'INVALID_CONFIG',
-      `${what} needs an OutboxBackend (e.g. pgBackend(...)) as second argument, got ${formatValue(backend)}.`,
-    )
-  }
-}
+import { assertAdminOptions, assertBackend, isUuid } from './checks.js'
 
 /**
  * Creates the outbox table and its indexes if they do not exist. Safe to run again and from
@@ -46,6 +38,7 @@ export async function purge(
 ): Promise<number> {
   assertOutbox(outbox, 'purge')
   assertBackend(backend, 'purge')
+  assertAdminOptions(options, ['states', 'olderThanMs'], 'purge')
   const states = options.states ?? ['dead', 'delivered']
   if (!Array.isArray(states) || states.some((s) => s !== 'dead' && s !== 'delivered')) {
     throw new OutboxError(
@@ -82,6 +75,7 @@ export async function redrive(
 ): Promise<number> {
   assertOutbox(outbox, 'redrive')
   assertBackend(backend, 'redrive')
+  assertAdminOptions(options, ['ids', 'topics'], 'redrive')
   for (const [name, list] of [
     ['ids', options.ids],
     ['topics', options.topics],
@@ -93,9 +87,7 @@ export async function redrive(
       )
     }
   }
-  if (
-    options.ids?.some((id) => !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id))
-  ) {
+  if (options.ids?.some((id) => !isUuid(id))) {
     throw new OutboxError('INVALID_CONFIG', 'redrive ids must be UUID strings.')
   }
   return backend.redrive({ table: outbox.table, ids: options.ids, topics: options.topics })

@@ -1,49 +1,61 @@
 import type { BlockedKeyRow, ClaimedRow, DeadRow, OutboxState, StatsRow } from './backend.js'
 
-// The claim and admin statements of the PostgreSQL and SQLite backends return the same snake_case columns;
-// these turn one of their rows into the protocol's shape.
+// The claim and admin statements of every backend (PostgreSQL, MySQL, SQLite) return the same
+// snake_case columns; these turn one of their rows into the protocol's shape. Values are read
+// whatever the driver's type for them: MySQL drivers may return numbers as strings (DECIMAL,
+// BIGINT) and text as a Buffer.
+
+/** A column as a number (drivers may return DECIMAL or BIGINT as a string). */
+export const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v))
+/** A column as text (a driver may return a Buffer). */
+export const text = (v: unknown): string =>
+  typeof v === 'string' ? v : Buffer.isBuffer(v) ? v.toString('utf8') : String(v)
+/** A nullable text column. */
+export const textOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : text(v))
+/** A boolean column as PostgreSQL (`true`, `'t'`), MySQL and SQLite (`1`, `'1'`, `1n`) return it. */
+export const truthy = (v: unknown): boolean => v === true || v === 't' || v === 1 || v === '1' || v === 1n
 
 /** A row of a `stats` statement as a {@link StatsRow}. */
 export function statsRowFrom(r: Record<string, unknown>): StatsRow {
   return {
-    topic: r.topic as string,
-    state: r.state as OutboxState,
-    count: Number(r.n),
-    oldestAgeMs: Math.max(0, Math.round(Number(r.oldest_age_ms))),
+    topic: text(r.topic),
+    state: text(r.state) as OutboxState,
+    count: num(r.n),
+    oldestAgeMs: Math.max(0, Math.round(num(r.oldest_age_ms))),
     oldestDueLagMs:
       r.oldest_due_lag_ms === null || r.oldest_due_lag_ms === undefined
         ? null
-        : Math.max(0, Math.round(Number(r.oldest_due_lag_ms))),
+        : Math.max(0, Math.round(num(r.oldest_due_lag_ms))),
   }
 }
 
 /** A row of a `listDead` statement as a {@link DeadRow}. */
 export function deadRowFrom(r: Record<string, unknown>): DeadRow {
   return {
-    id: r.id as string,
-    topic: r.topic as string,
-    key: (r.key as string | null) ?? null,
-    payload: r.payload as string,
-    headers: r.headers as string,
-    attempts: Number(r.attempts),
-    lastError: (r.last_error as string | null) ?? null,
-    createdAtMs: Number(r.created_ms),
-    deadAtMs: Number(r.dead_ms),
+    id: text(r.id),
+    topic: text(r.topic),
+    key: textOrNull(r.key),
+    payload: text(r.payload),
+    headers: text(r.headers),
+    attempts: num(r.attempts),
+    lastError: textOrNull(r.last_error),
+    createdAtMs: num(r.created_ms),
+    deadAtMs: num(r.dead_ms),
   }
 }
 
 /** A row of a `blockedKeys` statement as a {@link BlockedKeyRow}. */
 export function blockedKeyRowFrom(r: Record<string, unknown>): BlockedKeyRow {
   return {
-    key: r.key as string,
-    headId: r.id as string,
-    headTopic: r.topic as string,
-    headState: r.state as 'dead' | 'pending',
-    headAttempts: Number(r.attempts),
-    headLastError: (r.last_error as string | null) ?? null,
-    headSinceMs: Number(r.since_ms),
-    headCreatedAtMs: Number(r.created_ms),
-    waiting: Number(r.waiting),
+    key: text(r.key),
+    headId: text(r.id),
+    headTopic: text(r.topic),
+    headState: text(r.state) as 'dead' | 'pending',
+    headAttempts: num(r.attempts),
+    headLastError: textOrNull(r.last_error),
+    headSinceMs: num(r.since_ms),
+    headCreatedAtMs: num(r.created_ms),
+    waiting: num(r.waiting),
   }
 }
 

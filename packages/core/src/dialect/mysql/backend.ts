@@ -1,5 +1,4 @@
 import type { Outbox } from '../../outbox/define-outbox.js'
-import { isOutboxError, OutboxError, toOutboxError } from '../../outbox/errors.js'
 import type {
   BlockedKeyRow,
   BlockedKeysRequest,
@@ -10,13 +9,22 @@ import type {
   ExtendLeaseRequest,
   ListDeadRequest,
   OutboxBackend,
-  OutboxState,
   PurgeRequest,
   RedriveRequest,
   SettleRequest,
   StatsRequest,
   StatsRow,
 } from '../../protocol/backend.js'
+import {
+  blockedKeyRowFrom,
+  deadRowFrom,
+  num,
+  statsRowFrom,
+  text,
+  textOrNull,
+  truthy,
+} from '../../protocol/backend-rows.js'
+import { deadlockBackoffMs, isMysqlDeadlock, MYSQL_DEADLOCK_ATTEMPTS, toMysqlOutboxError } from './errors.js'
 import { mysqlStatements } from './statements.js'
 
 /** What a MySQL statement returns: its rows (empty for a write) and its affected-row count (0 for a read). */
@@ -51,60 +59,6 @@ export interface MysqlExecutor {
   close(): Promise<void>
 }
 
-// Server errors that mean "did not answer in time": lock wait timeout, MariaDB max_statement_time,
-// MySQL max_execution_time; and mysql2's own per-query timeout.
-const MYSQL_TIMEOUT_ERRNOS = new Set([1205, 1969, 3024])
-const MYSQL_TIMEOUT_CODES = new Set(['PROTOCOL_SEQUENCE_TIMEOUT', 'ETIMEDOUT', 'ER_LOCK_WAIT_TIMEOUT'])
-
-/**
- * Wraps a MySQL driver error in an {@link OutboxError}: timeouts (a lock wait timeout,
- * `max_statement_time` / `max_execution_time`, the driver's per-query timeout) become
- * `'TIMEOUT'`, everything else `'DATABASE'` (see {@link toOutboxError}).
- */
-export function toMysqlOutboxError(error: unknown, source: string, doing: string): OutboxError {
-  if (isOutboxError(error)) return error
-  const err = error as { errno?: unknown; code?: unknown; message?: unknown } | undefined
-  if (
-    (typeof err?.errno === 'number' && MYSQL_TIMEOUT_ERRNOS.has(err.errno)) ||
-    (typeof err?.code === 'string' && MYSQL_TIMEOUT_CODES.has(err.code))
-  ) {
-    const text = typeof err?.message === 'string' ? err.message : String(error)
-    return new OutboxError(
-      'TIMEOUT',
-      `${doing} timed out (${text}). The database did not answer in time: check that it is reachable and not locked, or raise the timeout.`,
-      { cause: error, source },
-    )
-  }
-  return toOutboxError(error, source, doing)
-}
-
-/** MySQL's `ER_LOCK_DEADLOCK` (SQLSTATE 40001): InnoDB chose the transaction as a deadlock victim and rolled it back whole. */
-const ER_LOCK_DEADLOCK = 1213
-
-/**
- * How many times {@link createMysqlBackend} runs one of its transactions (or autocommit
- * statements) that InnoDB chose as a deadlock victim, before the error surfaces: the first run
- * and up to four retries, after a jittered backoff of about 5-10, 10-20, 20-40 and 40-80 ms.
- */
-export const MYSQL_DEADLOCK_ATTEMPTS = 5
-
-/** True for a deadlock error of the server (`ER_LOCK_DEADLOCK`, errno 1213). */
-export function isMysqlDeadlock(error: unknown): boolean {
-  const err = error as { errno?: unknown; code?: unknown } | null | undefined
-  return err?.errno === ER_LOCK_DEADLOCK || err?.code === 'ER_LOCK_DEADLOCK'
-}
-
-/** The pause before retry `n` (1-based) of a deadlocked transaction: 5·2^(n-1) ms to twice that. */
-function deadlockBackoffMs(n: number): number {
-  const ceiling = 10 * 2 ** (n - 1)
-  return ceiling / 2 + Math.random() * (ceiling / 2)
-}
-
-const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v))
-const text = (v: unknown): string =>
-  typeof v === 'string' ? v : Buffer.isBuffer(v) ? v.toString('utf8') : String(v)
-const textOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : text(v))
-const truthy = (v: unknown): boolean => v === true || v === 1 || v === '1' || v === 1n
 const sortedUnique = (ids: readonly string[]): string[] => [...new Set(ids)].sort()
 const microseconds = (ms: number): number => Math.max(0, Math.round(ms * 1000))
 
@@ -288,16 +242,7 @@ export function createMysqlBackend(executor: MysqlExecutor): OutboxBackend {
         ? ['pending', 'processing', 'dead', 'delivered']
         : ['pending', 'processing', 'dead']
       const { rows } = await run('stats', sql.stats(states.length), states)
-      return rows.map((r) => ({
-        topic: text(r.topic),
-        state: text(r.state) as OutboxState,
-        count: num(r.n),
-        oldestAgeMs: Math.max(0, Math.round(num(r.oldest_age_ms))),
-        oldestDueLagMs:
-          r.oldest_due_lag_ms === null || r.oldest_due_lag_ms === undefined
-            ? null
-            : Math.max(0, Math.round(num(r.oldest_due_lag_ms))),
-      }))
+      return rows.map(statsRowFrom)
     },
     async listDead(req: ListDeadRequest): Promise<DeadRow[]> {
       const sql = mysqlStatements(req.table)
@@ -306,17 +251,7 @@ export function createMysqlBackend(executor: MysqlExecutor): OutboxBackend {
         sql.listDead(req.topics?.length, req.after !== undefined, Math.max(1, Math.floor(req.limit))),
         [...(req.topics ?? []), ...(req.after ? [req.after.deadAtMs, req.after.deadAtMs, req.after.id] : [])],
       )
-      return rows.map((r) => ({
-        id: text(r.id),
-        topic: text(r.topic),
-        key: textOrNull(r.key),
-        payload: text(r.payload),
-        headers: text(r.headers),
-        attempts: num(r.attempts),
-        lastError: textOrNull(r.last_error),
-        createdAtMs: num(r.created_ms),
-        deadAtMs: num(r.dead_ms),
-      }))
+      return rows.map(deadRowFrom)
     },
     async discard(req: DiscardRequest): Promise<number> {
       const sql = mysqlStatements(req.table)
@@ -342,17 +277,7 @@ export function createMysqlBackend(executor: MysqlExecutor): OutboxBackend {
           ...(req.topics ?? []),
         ],
       )
-      return rows.map((r) => ({
-        key: text(r.key),
-        headId: text(r.id),
-        headTopic: text(r.topic),
-        headState: text(r.state) as 'dead' | 'pending',
-        headAttempts: num(r.attempts),
-        headLastError: textOrNull(r.last_error),
-        headSinceMs: num(r.since_ms),
-        headCreatedAtMs: num(r.created_ms),
-        waiting: num(r.waiting),
-      }))
+      return rows.map(blockedKeyRowFrom)
     },
     close: () => executor.close(),
   }

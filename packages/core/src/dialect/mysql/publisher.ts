@@ -3,7 +3,8 @@ import { OutboxError } from '../../outbox/errors.js'
 import type { PreparedMessage, PublishResult } from '../../outbox/message.js'
 import { createPublishPipeline } from '../../protocol/publish-pipeline.js'
 import type { Publisher } from '../../protocol/publisher.js'
-import { type MysqlResult, toMysqlOutboxError } from './backend.js'
+import type { MysqlResult } from './backend.js'
+import { toMysqlOutboxError } from './errors.js'
 import { MYSQL_MAX_ROWS_PER_INSERT, mysqlStatements } from './statements.js'
 
 /** One statement of a MySQL publish, for {@link MysqlPublisherSpec.execute}. */

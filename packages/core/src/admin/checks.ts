@@ -1,0 +1,69 @@
+import { OutboxError } from '../outbox/errors.js'
+import { formatValue } from '../outbox/format-value.js'
+import { assertKnownOptions } from '../outbox/options.js'
+import type { OutboxBackend } from '../protocol/backend.js'
+
+// The checks every admin function runs on its arguments before it reaches the backend.
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** True when `id` is a UUID string (any version), as message ids are. */
+export function isUuid(id: unknown): id is string {
+  return typeof id === 'string' && UUID.test(id)
+}
+
+/** Throws `INVALID_CONFIG` unless `backend` is an {@link OutboxBackend} (it can `migrate`). */
+export function assertBackend(backend: unknown, what: string): asserts backend is OutboxBackend {
+  if (!backend || typeof (backend as OutboxBackend).migrate !== 'function') {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `${what} needs an OutboxBackend (e.g. pgBackend(...)) as second argument, got ${formatValue(backend)}.`,
+    )
+  }
+}
+
+/**
+ * Throws `INVALID_CONFIG` unless `backend` is an {@link OutboxBackend} that has the optional
+ * `member` (stats, dead letters, blocked keys).
+ */
+export function assertBackendCan<K extends 'stats' | 'listDead' | 'discard' | 'blockedKeys'>(
+  backend: unknown,
+  member: K,
+  what: string,
+): asserts backend is OutboxBackend & Required<Pick<OutboxBackend, K>> {
+  if (!backend || typeof (backend as OutboxBackend).claim !== 'function') {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `${what} needs an OutboxBackend (e.g. pgBackend(...)) as second argument, got ${formatValue(backend)}.`,
+    )
+  }
+  if (typeof (backend as OutboxBackend)[member] !== 'function') {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `${what} is not supported by the ${(backend as OutboxBackend).name} backend (it has no ${member}()). Use a PostgreSQL backend (pg, postgres.js, PGlite).`,
+    )
+  }
+}
+
+/**
+ * Throws `INVALID_CONFIG` unless `options` is an object whose every key is in `known`: a typo
+ * (`olderThan` for `olderThanMs`) must not widen what an admin command deletes or moves.
+ */
+export function assertAdminOptions(options: unknown, known: readonly string[], what: string): void {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new OutboxError('INVALID_CONFIG', `${what} options must be an object, got ${formatValue(options)}.`)
+  }
+  assertKnownOptions(options, known, { source: 'core', what })
+}
+
+/** `list` as a string array, `undefined` when absent; throws `INVALID_CONFIG` for anything else. */
+export function stringList(what: string, name: string, list: unknown): readonly string[] | undefined {
+  if (list === undefined) return undefined
+  if (!Array.isArray(list) || list.some((v) => typeof v !== 'string')) {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `${what} ${name} must be an array of strings, got ${formatValue(list)}.`,
+    )
+  }
+  return list
+}
