@@ -1,48 +1,22 @@
-import { testDatabaseUrl, waitFor } from '@outboxkit/conformance'
+import { failure, testDatabaseUrl, usePausableProxy, waitFor } from '@outboxkit/conformance'
 import { isOutboxError, OutboxError } from '@outboxkit/core'
 import { pgBackend, publish } from '@outboxkit/pg'
 import pg from 'pg'
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
-import { Harness, nextEvent } from './support/harness.js'
-import { type PausableProxy, startPausableProxy } from './support/pausable-proxy.js'
+import { describe, expect, test } from 'vitest'
+import { nextEvent, useHarness } from './support/harness.js'
 
-const h = new Harness()
-let proxy: PausableProxy
-let proxyUrl: string
-
-beforeAll(async () => {
-  const target = new URL(testDatabaseUrl())
-  proxy = await startPausableProxy({ host: target.hostname, port: Number(target.port || 5432) })
-  proxyUrl = proxy.urlFor(testDatabaseUrl())
-})
-afterEach(async () => {
-  proxy.resume()
-  await h.cleanup()
-})
-afterAll(async () => {
-  await h.close()
-  await proxy.close()
-})
-
-/** Runs `fn` and returns what it threw and how long it took. */
-async function failure(fn: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
-  const t0 = Date.now()
-  try {
-    await fn()
-  } catch (error) {
-    return { error, ms: Date.now() - t0 }
-  }
-  throw new Error('expected a failure, got success')
-}
+const h = useHarness()
+// Registered after the harness: resumed before the harness stops what runs through it.
+const proxy = usePausableProxy(testDatabaseUrl(), 5432)
 
 describe('command timeout through a frozen network', () => {
   test('a claim through the paused proxy fails with TIMEOUT within the bound (open and new connections)', async () => {
     const outbox = await h.outbox('timeout_claim')
     const request = { table: outbox.table, topics: ['t'], limit: 10, leaseMs: 30_000, maxAttempts: 10 }
-    const warm = h.backend({ connectionString: proxyUrl, commandTimeoutMs: 500 })
+    const warm = h.backend({ connectionString: proxy.url, commandTimeoutMs: 500 })
     expect(await warm.claim(request)).toEqual([]) // a pooled connection is now open through the proxy
     proxy.pause()
-    for (const backend of [warm, h.backend({ connectionString: proxyUrl, commandTimeoutMs: 500 })]) {
+    for (const backend of [warm, h.backend({ connectionString: proxy.url, commandTimeoutMs: 500 })]) {
       const { error, ms } = await failure(() => backend.claim(request))
       expect(error).toBeInstanceOf(OutboxError)
       expect((error as OutboxError).code).toBe('TIMEOUT')
@@ -54,7 +28,7 @@ describe('command timeout through a frozen network', () => {
   test('the relay reports TIMEOUT errors, keeps running, and delivers on its own after the network returns', async () => {
     const outbox = await h.outbox('timeout_relay')
     const relay = h.relay(outbox, {
-      backend: h.backend({ connectionString: proxyUrl, commandTimeoutMs: 500 }),
+      backend: h.backend({ connectionString: proxy.url, commandTimeoutMs: 500 }),
       handlers: { t: () => {} },
       pollIntervalMs: 100,
       leaseMs: 2_000,
@@ -79,7 +53,7 @@ describe('command timeout through a frozen network', () => {
 
   test('publish on a pg client with query_timeout through the paused proxy fails with TIMEOUT', async () => {
     const outbox = await h.outbox('timeout_publish')
-    const client = new pg.Client({ connectionString: proxyUrl, query_timeout: 500 })
+    const client = new pg.Client({ connectionString: proxy.url, query_timeout: 500 })
     client.on('error', () => {})
     await client.connect()
     try {

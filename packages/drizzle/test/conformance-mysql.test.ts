@@ -1,9 +1,10 @@
-import { mysqlInspector, runPublishConformance, testMysqlUri } from '@outboxkit/conformance'
+import { mysqlInspector, testMysqlUri } from '@outboxkit/conformance'
 import { type DrizzleMysqlTransaction, publish, publishMany } from '@outboxkit/drizzle'
 import { mysqlBackend } from '@outboxkit/mysql'
 import { drizzle } from 'drizzle-orm/mysql2'
 import mysql from 'mysql2/promise'
 import { createDrizzlePublisher } from '../src/publish.js'
+import { runDrizzleConformance } from './support/conformance.js'
 
 // MariaDB here: `publish` takes the guard path ('auto'); the probe path (what MySQL gets) runs
 // the suite again below, on the same server.
@@ -11,24 +12,19 @@ for (const [label, publisher] of [
   ['drizzle (mysql2)', { publish, publishMany }],
   ['drizzle (mysql2, the probe of MySQL)', createDrizzlePublisher('probe')],
 ] as const) {
-  runPublishConformance<DrizzleMysqlTransaction>({
-    name: 'drizzle',
+  runDrizzleConformance<DrizzleMysqlTransaction>(
     label,
-    publish: publisher.publish,
-    publishMany: publisher.publishMany,
-    async setup() {
+    async () => {
       const pool = mysql.createPool({ uri: testMysqlUri(), connectionLimit: 25, charset: 'utf8mb4' })
       const db = drizzle({ client: pool })
-      const inspector = mysqlInspector()
       // A db on one connection of its own, left in autocommit, and a connection inside a BEGIN.
       const single = await mysql.createConnection({ uri: testMysqlUri(), charset: 'utf8mb4' })
       const begun = await pool.getConnection()
       return {
+        db,
         dialect: 'mysql',
         backend: mysqlBackend({ pool }),
-        inspect: (text, params) => inspector.query(text, params),
-        transaction: (fn) => db.transaction(fn),
-        savepoint: (tx, fn) => tx.transaction(fn),
+        inspector: mysqlInspector(),
         async refusedHandles() {
           await begun.beginTransaction()
           return [
@@ -40,14 +36,14 @@ for (const [label, publisher] of [
             { label: 'a plain object', handle: { execute: () => {} } },
           ]
         },
-        async teardown() {
+        async close() {
           await begun.rollback()
           begun.release()
           await single.end()
-          await inspector.close()
           await pool.end()
         },
       }
     },
-  })
+    publisher,
+  )
 }

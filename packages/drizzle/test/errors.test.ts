@@ -1,5 +1,5 @@
-import { serverInspector, testDatabaseUrl, uniqueTableName } from '@outboxkit/conformance'
-import { defineOutbox, isOutboxError, migrate, type Outbox } from '@outboxkit/core'
+import { serverInspector, testDatabaseUrl, uniqueTableName, useOutboxTable } from '@outboxkit/conformance'
+import { defineOutbox, isOutboxError } from '@outboxkit/core'
 import { type DrizzleTransaction, publish, publishMany } from '@outboxkit/drizzle'
 import { pgBackend } from '@outboxkit/pg'
 import { sql, TransactionRollbackError } from 'drizzle-orm'
@@ -7,7 +7,7 @@ import { drizzle as nodePgDrizzle } from 'drizzle-orm/node-postgres'
 import { drizzle as postgresJsDrizzle } from 'drizzle-orm/postgres-js'
 import pg from 'pg'
 import postgres from 'postgres'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { afterAll, describe, expect, test } from 'vitest'
 
 const url = testDatabaseUrl()
 const inspector = serverInspector()
@@ -18,23 +18,18 @@ const drivers = [
   ['postgres-js', postgresJsDrizzle({ client: pjs })],
 ] as const
 type Db = (typeof drivers)[0][1]
-let outbox: Outbox
-let table: string
+const table = uniqueTableName('drizzle_errors')
+const outbox = defineOutbox({ table })
 
 const count = async (where: string) =>
   Number((await inspector.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`))[0]!.n)
 
-beforeAll(async () => {
-  table = uniqueTableName('drizzle_errors')
-  outbox = defineOutbox({ table })
-  await migrate(outbox, pgBackend({ pool }))
-})
 afterAll(async () => {
-  await inspector.query(`DROP TABLE IF EXISTS ${table}`)
   await inspector.close()
   await pool.end()
   await pjs.end()
 })
+useOutboxTable(outbox, { inspector, backend: () => pgBackend({ pool }) })
 
 describe.each(drivers)('%s', (label, d) => {
   const db = d as Db

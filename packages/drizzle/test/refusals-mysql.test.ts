@@ -1,5 +1,11 @@
-import { mysqlInspector, testMysqlUri, uniqueTableName } from '@outboxkit/conformance'
-import { defineOutbox, isOutboxError, migrate, type Outbox } from '@outboxkit/core'
+import {
+  expectPublishRefused,
+  mysqlInspector,
+  testMysqlUri,
+  uniqueTableName,
+  useOutboxTable,
+} from '@outboxkit/conformance'
+import { defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
 import { type DrizzleMysqlTransaction, publish, publishMany } from '@outboxkit/drizzle'
 import { mysqlBackend } from '@outboxkit/mysql'
 import { entityKind, sql } from 'drizzle-orm'
@@ -9,6 +15,7 @@ import { drizzle } from 'drizzle-orm/mysql2'
 import mysql from 'mysql2/promise'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createDrizzlePublisher } from '../src/publish.js'
+import { publishOnKeptTxInsideAnother, publishTwoSavepointsDeep, REFUSAL_PREFIX } from './support/refusals.js'
 
 const uri = testMysqlUri()
 const inspector = mysqlInspector()
@@ -18,8 +25,8 @@ const logger = { logQuery: (q: string) => void logged.push(q) }
 const pool = mysql.createPool({ uri, connectionLimit: 8, charset: 'utf8mb4' })
 const db = drizzle({ client: pool, logger })
 let single: mysql.Connection
-let outbox: Outbox
-let table: string
+const table = uniqueTableName('drizzle_mysql_refusals')
+const outbox = defineOutbox({ table })
 // MariaDB here: the exported publish takes the guard path; the probe (MySQL's path) is tested too.
 const paths = [
   ['guard (MariaDB)', { publish, publishMany }],
@@ -28,8 +35,6 @@ const paths = [
 
 const count = async (where = '1 = 1', params: unknown[] = []) =>
   Number((await inspector.query(`SELECT count(*) AS n FROM ${table} WHERE ${where}`, params))[0]!.n)
-
-const PREFIX = /^\[outboxkit\] \[drizzle\] publish needs an open Drizzle transaction, got /
 
 /**
  * Asserts publish and publishMany on `handle` fail with NOT_IN_TRANSACTION on both paths and write
@@ -40,36 +45,24 @@ async function expectRefused(handle: unknown, mentions: RegExp, { sent = false }
   const before = await count()
   logged.length = 0
   for (const [label, p] of paths) {
-    for (const attempt of [
-      () => p.publish(outbox, handle as never, { topic: 'refused', payload: 1 }),
-      () => p.publishMany(outbox, handle as never, [{ topic: 'refused', payload: 1 }]),
-    ]) {
-      const err = await attempt().then(
-        () => undefined,
-        (e: unknown) => e,
-      )
-      expect(isOutboxError(err, 'NOT_IN_TRANSACTION'), `${label}: ${String(err)}`).toBe(true)
-      expect((err as Error).message).toMatch(PREFIX)
-      expect((err as Error).message, label).toMatch(mentions)
-      expect((err as Error).message).toContain('Nothing was written.')
-    }
+    await expectPublishRefused(p, outbox, handle, {
+      message: [REFUSAL_PREFIX, mentions, 'Nothing was written.'],
+      label,
+    })
   }
   if (!sent) expect(logged.filter((q) => q.includes(table))).toEqual([])
   expect(await count()).toBe(before)
 }
 
 beforeAll(async () => {
-  table = uniqueTableName('drizzle_mysql_refusals')
-  outbox = defineOutbox({ table })
-  await migrate(outbox, mysqlBackend({ pool }))
   single = await mysql.createConnection({ uri, charset: 'utf8mb4' })
 })
 afterAll(async () => {
-  await inspector.query(`DROP TABLE IF EXISTS ${table}`)
   await inspector.close()
   await single.end()
   await pool.end()
 })
+useOutboxTable(outbox, { dialect: 'mysql', inspector, backend: () => mysqlBackend({ pool }) })
 
 describe('handles that never were a transaction', () => {
   test('the root db on a Pool and on a single connection, even inside a BEGIN run by hand', async () => {
@@ -177,21 +170,7 @@ describe('transactions that ended', () => {
 describe('what is accepted', () => {
   test('savepoints two levels deep on both paths: only the rolled-back level is gone', async () => {
     for (const [label, p] of paths) {
-      const ids = await db.transaction(async (tx) => {
-        const outer = await p.publish(outbox, tx, { topic: `nested-${label}`, payload: 0 })
-        let deep = ''
-        const mid = await tx.transaction(async (sp1) => {
-          const m = await p.publish(outbox, sp1, { topic: `nested-${label}`, payload: 1 })
-          await sp1
-            .transaction(async (sp2) => {
-              deep = (await p.publish(outbox, sp2, { topic: `nested-${label}`, payload: 2 })).id
-              sp2.rollback()
-            })
-            .catch(() => {})
-          return m
-        })
-        return [outer.id, mid.id, deep]
-      })
+      const ids = await publishTwoSavepointsDeep(db, p, outbox, `nested-${label}`)
       const kept = await inspector.query<{ id: string }>(`SELECT id FROM ${table} WHERE topic = ?`, [
         `nested-${label}`,
       ])
@@ -287,19 +266,11 @@ describe('errors', () => {
 describe('documented limits', () => {
   test('a kept tx whose pooled connection now serves another transaction writes into that one', async () => {
     const onePool = mysql.createPool({ uri, connectionLimit: 1 })
-    const odb = drizzle({ client: onePool })
     try {
-      let escaped: DrizzleMysqlTransaction | undefined
-      await odb.transaction(async (tx) => {
-        escaped = tx
-      })
-      // The only connection is now inside B: the kept handle A finds it checked out and in a transaction.
-      await odb
-        .transaction(async () => {
-          await publish(outbox, escaped!, { topic: 'joined-other', payload: 1 })
-          throw new Error('B rolls back')
-        })
-        .catch(() => {})
+      // The only connection is then inside B: the kept handle A finds it checked out and in a transaction.
+      await publishOnKeptTxInsideAnother(drizzle({ client: onePool }), (kept) =>
+        publish(outbox, kept, { topic: 'joined-other', payload: 1 }),
+      )
     } finally {
       await onePool.end()
     }

@@ -1,6 +1,13 @@
 import { PGlite } from '@electric-sql/pglite'
-import { serverInspector, testDatabaseUrl, uniqueTableName } from '@outboxkit/conformance'
-import { defineOutbox, isOutboxError, migrate, type Outbox } from '@outboxkit/core'
+import {
+  expectPublishRefused,
+  recordingPgClient,
+  serverInspector,
+  testDatabaseUrl,
+  uniqueTableName,
+  useOutboxTable,
+} from '@outboxkit/conformance'
+import { defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
 import { POSTGRES_TRANSACTION_MARKER } from '@outboxkit/core/adapter'
 import { type DrizzleTransaction, publish, publishMany } from '@outboxkit/drizzle'
 import { pgBackend } from '@outboxkit/pg'
@@ -13,25 +20,20 @@ import { drizzle as sqliteProxyDrizzle } from 'drizzle-orm/sqlite-proxy'
 import pg from 'pg'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { publishOnKeptTxInsideAnother, publishTwoSavepointsDeep, REFUSAL_PREFIX } from './support/refusals.js'
 
 // Every statement node-postgres and postgres.js are asked to send, so a test can assert publish sent nothing.
 const sent: string[] = []
-class RecordingClient extends pg.Client {
-  override query(...args: unknown[]): any {
-    const q = args[0] as string | { text?: string }
-    sent.push(typeof q === 'string' ? q : String(q?.text))
-    return (super.query as (...a: unknown[]) => unknown)(...args)
-  }
-}
+const RecordingClient = recordingPgClient(sent)
 
 const url = testDatabaseUrl()
 const inspector = serverInspector()
-const pool = new pg.Pool({ connectionString: url, max: 10, Client: RecordingClient as typeof pg.Client })
+const pool = new pg.Pool({ connectionString: url, max: 10, Client: RecordingClient })
 const db = nodePgDrizzle({ client: pool })
 const pjs = postgres(url, { max: 4, onnotice: () => {}, debug: (_c, query) => void sent.push(query) })
 const pjsDb = postgresJsDrizzle({ client: pjs })
-let outbox: Outbox
-let table: string
+const table = uniqueTableName('drizzle_refusals')
+const outbox = defineOutbox({ table })
 
 const count = async (where = 'true', params: unknown[] = []) =>
   Number((await inspector.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, params))[0]!.n)
@@ -39,45 +41,27 @@ const count = async (where = 'true', params: unknown[] = []) =>
 /** The pg client a node-postgres transaction runs on (private in Drizzle), to queue a COMMIT on it directly. */
 const pgClientOf = (tx: DrizzleTransaction) => (tx._.session as unknown as { client: pg.ClientBase }).client
 
-const PREFIX = /^\[outboxkit\] \[drizzle\] publish needs an open Drizzle transaction, got /
-
 /**
  * Asserts publish and publishMany on `handle` fail with NOT_IN_TRANSACTION and write nothing, and
  * (unless `guarded`: postgres.js sends its guarded statement, which then writes nothing) that no
  * outbox statement was sent at all.
  */
 async function expectRefused(handle: unknown, mentions: RegExp, { guarded = false } = {}): Promise<void> {
-  const target = outbox // the refusals table
   const before = await count()
   sent.length = 0
-  for (const attempt of [
-    () => publish(target, handle as never, { topic: 'refused', payload: 1 }),
-    () => publishMany(target, handle as never, [{ topic: 'refused', payload: 1 }]),
-  ]) {
-    const err = await attempt().then(
-      () => undefined,
-      (e: unknown) => e,
-    )
-    expect(isOutboxError(err, 'NOT_IN_TRANSACTION'), String(err)).toBe(true)
-    expect((err as Error).message).toMatch(PREFIX)
-    expect((err as Error).message).toMatch(mentions)
-    expect((err as Error).message).toContain('Nothing was written.')
-  }
-  if (!guarded) expect(sent.filter((s) => s.includes(target.table.name))).toEqual([])
+  await expectPublishRefused({ publish, publishMany }, outbox, handle, {
+    message: [REFUSAL_PREFIX, mentions, 'Nothing was written.'],
+  })
+  if (!guarded) expect(sent.filter((s) => s.includes(table))).toEqual([])
   expect(await count()).toBe(before)
 }
 
-beforeAll(async () => {
-  table = uniqueTableName('drizzle_refusals')
-  outbox = defineOutbox({ table })
-  await migrate(outbox, pgBackend({ pool }))
-})
 afterAll(async () => {
-  await inspector.query(`DROP TABLE IF EXISTS ${table}`)
   await inspector.close()
   await pool.end()
   await pjs.end()
 })
+useOutboxTable(outbox, { inspector, backend: () => pgBackend({ pool }) })
 
 describe('handles that never were a transaction', () => {
   test('the root db of node-postgres (Pool and single Client) and postgres.js', async () => {
@@ -337,18 +321,9 @@ describe('PGlite', () => {
     (await client.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox')).rows[0]!.n
   const expectLiteRefused = async (handle: unknown, mentions: RegExp) => {
     const before = await rows()
-    for (const attempt of [
-      () => publish(liteOutbox, handle as never, { topic: 'refused', payload: 1 }),
-      () => publishMany(liteOutbox, handle as never, [{ topic: 'refused', payload: 1 }]),
-    ]) {
-      const err = await attempt().then(
-        () => undefined,
-        (e: unknown) => e,
-      )
-      expect(isOutboxError(err, 'NOT_IN_TRANSACTION'), String(err)).toBe(true)
-      expect((err as Error).message).toMatch(PREFIX)
-      expect((err as Error).message).toMatch(mentions)
-    }
+    await expectPublishRefused({ publish, publishMany }, liteOutbox, handle, {
+      message: [REFUSAL_PREFIX, mentions],
+    })
     expect(await rows()).toBe(before)
   }
   beforeAll(async () => {
@@ -424,21 +399,7 @@ describe('what is accepted', () => {
       ['node-postgres', db],
       ['postgres-js', pjsDb],
     ] as const) {
-      const ids = await (d as typeof db).transaction(async (tx) => {
-        const outer = await publish(outbox, tx, { topic: `nested-${label}`, payload: 0 })
-        let deep = ''
-        const mid = await tx.transaction(async (sp1) => {
-          const m = await publish(outbox, sp1, { topic: `nested-${label}`, payload: 1 })
-          await sp1
-            .transaction(async (sp2) => {
-              deep = (await publish(outbox, sp2, { topic: `nested-${label}`, payload: 2 })).id
-              sp2.rollback()
-            })
-            .catch(() => {})
-          return m
-        })
-        return [outer.id, mid.id, deep]
-      })
+      const ids = await publishTwoSavepointsDeep(d as typeof db, { publish }, outbox, `nested-${label}`)
       const kept = await inspector.query<{ id: string }>(
         `SELECT id::text AS id FROM ${table} WHERE topic = $1`,
         [`nested-${label}`],
@@ -451,19 +412,11 @@ describe('what is accepted', () => {
 describe('documented limits (these tests pin the hazards docs/adapters/drizzle.md describes)', () => {
   test('node-postgres: a kept tx whose pooled connection now serves another transaction writes into that one', async () => {
     const single = new pg.Pool({ connectionString: url, max: 1 })
-    const sdb = nodePgDrizzle({ client: single })
     try {
-      let escaped: DrizzleTransaction | undefined
-      await sdb.transaction(async (tx) => {
-        escaped = tx
-      })
-      // The only connection is now inside B: the kept handle A reads status 'T' and cannot know.
-      await sdb
-        .transaction(async () => {
-          await publish(outbox, escaped!, { topic: 'joined-other', payload: 1 })
-          throw new Error('B rolls back')
-        })
-        .catch(() => {})
+      // The only connection is then inside B: the kept handle A reads status 'T' and cannot know.
+      await publishOnKeptTxInsideAnother(nodePgDrizzle({ client: single }), (kept) =>
+        publish(outbox, kept, { topic: 'joined-other', payload: 1 }),
+      )
     } finally {
       await single.end()
     }
@@ -472,19 +425,11 @@ describe('documented limits (these tests pin the hazards docs/adapters/drizzle.m
 
   test('postgres.js: a kept tx whose connection now serves another transaction writes into that one', async () => {
     const single = postgres(url, { max: 1, onnotice: () => {} })
-    const sdb = postgresJsDrizzle({ client: single })
     try {
-      let escaped: DrizzleTransaction | undefined
-      await sdb.transaction(async (tx) => {
-        escaped = tx
-      })
       // The marker and the guarded statement both run inside B, so nothing can tell.
-      await sdb
-        .transaction(async () => {
-          await publish(outbox, escaped!, { topic: 'pjs-joined-other', payload: 1 })
-          throw new Error('B rolls back')
-        })
-        .catch(() => {})
+      await publishOnKeptTxInsideAnother(postgresJsDrizzle({ client: single }), (kept) =>
+        publish(outbox, kept, { topic: 'pjs-joined-other', payload: 1 }),
+      )
     } finally {
       await single.end()
     }

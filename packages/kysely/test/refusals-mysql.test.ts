@@ -1,4 +1,11 @@
-import { mysqlInspector, testMysqlUri, uniqueTableName } from '@outboxkit/conformance'
+import {
+  expectOutboxError,
+  expectUnawaitedPublishContained,
+  mysqlInspector,
+  settle,
+  testMysqlUri,
+  uniqueTableName,
+} from '@outboxkit/conformance'
 import { defineOutbox, isOutboxError, migrate, type Outbox } from '@outboxkit/core'
 import { publish, publishMany } from '@outboxkit/kysely'
 import { mysqlBackend } from '@outboxkit/mysql'
@@ -12,6 +19,7 @@ import {
 } from 'kysely'
 import { createPool, type PoolOptions } from 'mysql2'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { expectPluginsIgnored, expectRacingCommitRefused, REFUSAL_PREFIX } from './support/refusals.js'
 
 // Kysely on MariaDB through mysql2, as an application sets it up.
 const inspector = mysqlInspector()
@@ -26,18 +34,10 @@ let table: string
 const count = async (topic: string) =>
   Number((await inspector.query(`SELECT COUNT(*) AS n FROM \`${table}\` WHERE topic = ?`, [topic]))[0]!.n)
 
-/** The error `promise` rejects with (a handler is attached at once, so no rejection goes unhandled). */
-const settle = (promise: Promise<unknown>) =>
-  promise.then(
-    () => undefined,
-    (err: unknown) => err as Error,
-  )
-
 function expectRefused(err: unknown, mentions?: RegExp): void {
-  expect(isOutboxError(err, 'NOT_IN_TRANSACTION'), String(err)).toBe(true)
-  expect((err as Error).message).toMatch(/^\[outboxkit\] \[kysely\] publish needs an open transaction, got /)
-  expect((err as Error).message).toContain('Nothing was written.')
-  if (mentions) expect((err as Error).message).toMatch(mentions)
+  expectOutboxError(err, 'NOT_IN_TRANSACTION', {
+    message: [REFUSAL_PREFIX, 'Nothing was written.', ...(mentions ? [mentions] : [])],
+  })
 }
 
 /** Statements the server counted on the session so far (`Questions` counts the SHOW too). */
@@ -89,13 +89,8 @@ describe("Kysely's own state, as on PostgreSQL", () => {
     expect(await count('state-inside')).toBe(1)
   })
 
-  test('a ControlledTransaction whose commit() runs while publish is on its way', async () => {
-    const trx = await db.startTransaction().execute()
-    const pending = settle(publish(outbox, trx, { topic: 'racing-commit', payload: 1 }))
-    await trx.commit().execute()
-    expectRefused(await pending)
-    expect(await count('racing-commit')).toBe(0)
-  })
+  test('a ControlledTransaction whose commit() runs while publish is on its way', () =>
+    expectRacingCommitRefused(db, outbox, { expectRefused: (err) => expectRefused(err), count }))
 })
 
 describe('MariaDB says the connection left its transaction: the guarded INSERT writes nothing', () => {
@@ -155,47 +150,28 @@ describe('MariaDB says the connection left its transaction: the guarded INSERT w
     expect(await count('deadlock')).toBe(0)
   })
 
-  test('a publish not awaited before the callback returns never outlives the transaction', async () => {
-    let pending!: Promise<Error | undefined>
-    await settle(
-      db.transaction().execute(async (trx) => {
-        pending = settle(publish(outbox, trx, { topic: 'not-awaited-rb', payload: 1 }))
-        throw new Error('roll back')
-      }),
-    )
-    const rolledBack = await pending
-    if (rolledBack) expectRefused(rolledBack)
-    expect(await count('not-awaited-rb')).toBe(0)
-    await db.transaction().execute(async (trx) => {
-      pending = settle(publish(outbox, trx, { topic: 'not-awaited', payload: 1 }))
-    })
-    const committed = await pending
-    // Either it ran before Kysely's COMMIT (and committed with it) or it was refused: never alone.
-    if (committed) expectRefused(committed)
-    expect(await count('not-awaited')).toBe(committed ? 0 : 1)
-  })
+  test('a publish not awaited before the callback returns never outlives the transaction', () =>
+    expectUnawaitedPublishContained<Transaction<any>>({
+      transaction: (fn) => db.transaction().execute(fn),
+      publish: (trx, topic) => publish(outbox, trx, { topic, payload: 1 }),
+      topic: 'not-awaited',
+      count,
+      expectRefused: (err) => expectRefused(err),
+    }))
 })
 
 describe('what is accepted', () => {
-  test('plugins on the transaction do not change what publish reads or writes', async () => {
-    const camel = db.withPlugin(new CamelCasePlugin())
-    const first = await camel
-      .transaction()
-      .execute((trx) =>
-        publish(outbox, trx, { topic: 'plugins', payload: { someField: 1 }, dedupKey: 'p-1' }),
-      )
-    // Without withoutPlugins(), CamelCasePlugin would rename dedup_key and the existing id would be lost.
-    const second = await camel
-      .transaction()
-      .execute((trx) => publishMany(outbox, trx, [{ topic: 'plugins', payload: 2, dedupKey: 'p-1' }]))
-    expect(first.published).toBe(true)
-    expect(second).toEqual([{ id: first.id, published: false }])
-    const [row] = await inspector.query(
-      `SELECT CAST(payload AS CHAR) AS payload FROM \`${table}\` WHERE id = ?`,
-      [first.id],
-    )
-    expect(JSON.parse(String(row!.payload))).toEqual({ someField: 1 })
-  })
+  test('plugins on the transaction do not change what publish reads or writes', () =>
+    expectPluginsIgnored(db.withPlugin(new CamelCasePlugin()), outbox, {
+      dedupKey: 'p-1',
+      payloadOf: async (id) => {
+        const [row] = await inspector.query(
+          `SELECT CAST(payload AS CHAR) AS payload FROM \`${table}\` WHERE id = ?`,
+          [id],
+        )
+        return JSON.parse(String(row!.payload))
+      },
+    }))
 
   test('one INSERT per publish without dedupKey (the server flavour is read once per Kysely instance)', async () => {
     await db.transaction().execute(async (trx) => {

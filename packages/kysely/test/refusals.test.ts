@@ -1,4 +1,11 @@
-import { serverInspector, testDatabaseUrl, uniqueTableName } from '@outboxkit/conformance'
+import {
+  expectOutboxError,
+  expectPublishRefused,
+  recordingPgClient,
+  serverInspector,
+  testDatabaseUrl,
+  uniqueTableName,
+} from '@outboxkit/conformance'
 import { defineOutbox, isOutboxError, migrate, type Outbox } from '@outboxkit/core'
 import { publish, publishMany } from '@outboxkit/kysely'
 import { pgBackend } from '@outboxkit/pg'
@@ -12,22 +19,16 @@ import {
 } from 'kysely'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { expectPluginsIgnored, expectRacingCommitRefused, REFUSAL_PREFIX } from './support/refusals.js'
 
 // Every statement node-postgres is asked to send, so a test can assert publish sent nothing.
 const sent: string[] = []
-class RecordingClient extends pg.Client {
-  override query(...args: unknown[]): any {
-    const q = args[0] as string | { text?: string }
-    sent.push(typeof q === 'string' ? q : String(q?.text))
-    return (super.query as (...a: unknown[]) => unknown)(...args)
-  }
-}
 
 const inspector = serverInspector()
 const pool = new pg.Pool({
   connectionString: testDatabaseUrl(),
   max: 10,
-  Client: RecordingClient as typeof pg.Client,
+  Client: recordingPgClient(sent),
 })
 const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) })
 let outbox: Outbox
@@ -40,21 +41,9 @@ const count = async (where = 'true', params: unknown[] = []) =>
 async function expectRefused(handle: unknown, mentions: RegExp): Promise<void> {
   const before = await count()
   sent.length = 0
-  for (const attempt of [
-    () => publish(outbox, handle as never, { topic: 'refused', payload: 1 }),
-    () => publishMany(outbox, handle as never, [{ topic: 'refused', payload: 1 }]),
-  ]) {
-    const err = await attempt().then(
-      () => undefined,
-      (e: unknown) => e,
-    )
-    expect(isOutboxError(err, 'NOT_IN_TRANSACTION'), String(err)).toBe(true)
-    expect((err as Error).message).toMatch(
-      /^\[outboxkit\] \[kysely\] publish needs an open transaction, got /,
-    )
-    expect((err as Error).message).toMatch(mentions)
-    expect((err as Error).message).toContain('Nothing was written.')
-  }
+  await expectPublishRefused({ publish, publishMany }, outbox, handle, {
+    message: [REFUSAL_PREFIX, mentions, 'Nothing was written.'],
+  })
   expect(sent.filter((s) => s.includes(table))).toEqual([])
   expect(await count()).toBe(before)
 }
@@ -139,16 +128,11 @@ describe('transactions that already ended', () => {
     await expectRefused(rolledBack, /a ControlledTransaction that was already rolled back/)
   })
 
-  test('a ControlledTransaction whose commit() runs while publish is on its way', async () => {
-    const trx = await db.startTransaction().execute()
-    const pending = publish(outbox, trx, { topic: 'racing-commit', payload: 1 }).then(
-      () => undefined,
-      (e: unknown) => e,
-    )
-    await trx.commit().execute()
-    expect(isOutboxError(await pending, 'NOT_IN_TRANSACTION'), String(await pending)).toBe(true)
-    expect(await count(`topic = 'racing-commit'`)).toBe(0)
-  })
+  test('a ControlledTransaction whose commit() runs while publish is on its way', () =>
+    expectRacingCommitRefused(db, outbox, {
+      expectRefused: (err) => expectOutboxError(err, 'NOT_IN_TRANSACTION'),
+      count: (topic) => count('topic = $1', [topic]),
+    }))
 
   test('a ControlledTransaction whose commit failed is rolled back', async () => {
     const trx = await db.startTransaction().execute()
@@ -180,22 +164,14 @@ describe('a transaction that failed', () => {
 })
 
 describe('what is accepted', () => {
-  test('plugins on the transaction do not change what publish reads or writes', async () => {
-    const camel = db.withPlugin(new CamelCasePlugin()).withSchema('public')
-    const first = await camel
-      .transaction()
-      .execute((trx) =>
-        publish(outbox, trx, { topic: 'plugins', payload: { someField: 1 }, dedupKey: 'plugins-1' }),
-      )
-    // Without withoutPlugins(), CamelCasePlugin would rename dedup_key and the existing id would be lost.
-    const second = await camel
-      .transaction()
-      .execute((trx) => publishMany(outbox, trx, [{ topic: 'plugins', payload: 2, dedupKey: 'plugins-1' }]))
-    expect(first.published).toBe(true)
-    expect(second).toEqual([{ id: first.id, published: false }])
-    const [row] = await inspector.query(`SELECT payload::text AS p FROM ${table} WHERE id = $1`, [first.id])
-    expect(JSON.parse(row!.p as string)).toEqual({ someField: 1 })
-  })
+  test('plugins on the transaction do not change what publish reads or writes', () =>
+    expectPluginsIgnored(db.withPlugin(new CamelCasePlugin()).withSchema('public'), outbox, {
+      dedupKey: 'plugins-1',
+      payloadOf: async (id) => {
+        const [row] = await inspector.query(`SELECT payload::text AS p FROM ${table} WHERE id = $1`, [id])
+        return JSON.parse(row!.p as string)
+      },
+    }))
 
   test('publish costs one statement on the transaction connection', async () => {
     await db.transaction().execute(async (trx) => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { testMysqlUri, waitFor } from '@outboxkit/conformance'
+import { testMysqlUri, usePausableProxy, waitFor } from '@outboxkit/conformance'
 import {
   createRelay,
   defineOutbox,
@@ -10,8 +10,7 @@ import {
 } from '@outboxkit/core'
 import type { ClaimRequest } from '@outboxkit/core/adapter'
 import { mysqlBackend, publishMany } from '@outboxkit/mysql'
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
-import { type PausableProxy, startPausableProxy } from '../../core/test/support/pausable-proxy.js'
+import { afterAll, afterEach, describe, expect, test } from 'vitest'
 import { MysqlFixture, testPool } from './support.js'
 
 const f = new MysqlFixture()
@@ -360,6 +359,43 @@ describe('mysqlBackend', () => {
       expect((err as OutboxError).code).toBe('INVALID_CONFIG')
     }
   })
+
+  test('an unknown option is refused with INVALID_CONFIG, naming it and the closest valid one', async () => {
+    const refusal = (options: unknown) => {
+      let err: unknown
+      try {
+        mysqlBackend(options as never)
+      } catch (e) {
+        err = e
+      }
+      expect(err, JSON.stringify(Object.keys(options as object))).toBeInstanceOf(OutboxError)
+      expect((err as OutboxError).code).toBe('INVALID_CONFIG')
+      expect((err as OutboxError).message).toMatch(/^\[outboxkit\] \[mysql\] /)
+      return (err as OutboxError).message
+    }
+    const typo = refusal({ uri: testMysqlUri(), comandTimeoutMs: 5_000 })
+    expect(typo).toContain('unknown option "comandTimeoutMs" for mysqlBackend({ uri })')
+    expect(typo).toContain('(did you mean "commandTimeoutMs"?)')
+    expect(refusal({ uri: testMysqlUri(), connectTimeOut: 1_000 })).toContain(
+      '(did you mean "connectTimeout"?)',
+    )
+    const onPool = refusal({ pool: f.pool, connectionLimit: 4 })
+    expect(onPool).toContain('unknown option "connectionLimit" for mysqlBackend({ pool })')
+    expect(onPool).toContain('Valid options: commandTimeoutMs, pool.')
+    // An option of another backend: nothing close enough, the valid names are listed instead.
+    const other = refusal({ uri: testMysqlUri(), busyTimeoutMs: 5_000 })
+    expect(other).toContain('unknown option "busyTimeoutMs"')
+    expect(other).not.toContain('did you mean')
+    expect(other).toContain("the options of mysql2's createPool")
+    // mysql2's pool options and outboxkit's own pass.
+    await mysqlBackend({
+      uri: testMysqlUri(),
+      connectionLimit: 2,
+      timezone: 'Z',
+      commandTimeoutMs: 5_000,
+    }).close()
+    await mysqlBackend({ pool: f.pool, commandTimeoutMs: 5_000 }).close()
+  })
 })
 
 describe('ordered topics on mysqlBackend', () => {
@@ -463,25 +499,14 @@ describe('ordered topics on mysqlBackend', () => {
 })
 
 describe('commandTimeoutMs through a frozen network', () => {
-  let proxy: PausableProxy
-  let uri: string
-  beforeAll(async () => {
-    const target = new URL(testMysqlUri())
-    proxy = await startPausableProxy({ host: target.hostname, port: Number(target.port || 3306) })
-    const u = new URL(testMysqlUri())
-    u.hostname = '127.0.0.1'
-    u.port = String(proxy.port)
-    uri = u.toString()
-  })
-  afterEach(() => proxy.resume())
-  afterAll(() => proxy.close())
+  const proxy = usePausableProxy(testMysqlUri(), 3306)
 
   test('a claim through the paused proxy fails with TIMEOUT within the bound, and works again after', async () => {
     const outbox = await f.outbox('timeout')
-    const b = owned({ uri, commandTimeoutMs: 500 })
+    const b = owned({ uri: proxy.url, commandTimeoutMs: 500 })
     expect(await b.claim(request(outbox))).toEqual([]) // a pooled connection is now open through the proxy
     proxy.pause()
-    for (const backend of [b, owned({ uri, commandTimeoutMs: 500 })]) {
+    for (const backend of [b, owned({ uri: proxy.url, commandTimeoutMs: 500 })]) {
       const t0 = Date.now()
       const err = await backend.claim(request(outbox)).then(
         () => undefined,

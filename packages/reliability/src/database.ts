@@ -3,7 +3,7 @@ import pg from 'pg'
 /**
  * The PostgreSQL server the reliability runs use: `DATABASE_URL` when set, else the local server
  * at 127.0.0.1:5432 (database `test`, trust auth). Same rule as the conformance suite, kept here
- * so the soak script does not load the vitest-based conformance package.
+ * so the relay worker processes do not load the vitest-based conformance package.
  */
 export function reliabilityDatabaseUrl(): string {
   return process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -25,18 +25,18 @@ export async function sql<T = Record<string, any>>(
   return (await pool.query(text, params)).rows as T[]
 }
 
-/** Polls `check` every `intervalMs` until it returns a truthy value, or throws after `timeoutMs`. */
+/**
+ * Polls `check` every `intervalMs` until it returns a truthy value, or throws after `timeoutMs`:
+ * the conformance kit's `waitFor`, with the bound and what is awaited always given. The kit is
+ * loaded on the first call, so the relay worker processes (which import this module but never
+ * poll) start without it.
+ */
 export async function pollUntil<T>(
   check: () => T | Promise<T>,
   { timeoutMs, intervalMs = 50, what }: { timeoutMs: number; intervalMs?: number; what: string },
 ): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value) return value as NonNullable<T>
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, intervalMs))
-  }
+  const { waitFor } = await import('@outboxkit/conformance')
+  return waitFor(check, { timeoutMs, intervalMs, what })
 }
 
 /** A uniformly random integer in [min, max]. */

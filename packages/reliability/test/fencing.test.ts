@@ -5,7 +5,7 @@ import { Cancel, type Handler, type Outbox, type Relay, type RelayEvents, Retry 
 import { afterAll, afterEach, describe, expect, test } from 'vitest'
 import { figuresLine } from '../src/report.js'
 import { gatedBackend } from './support/gated-backend.js'
-import { gate, nextEvent, type OutboxRow, tableSql, World } from './support/world.js'
+import { deferred, nextEvent, type OutboxRow, tableSql, World } from './support/world.js'
 
 const w = new World()
 afterEach(() => w.cleanup())
@@ -151,11 +151,11 @@ describe('engine level: a relay made late (settle held past its lease) loses to 
   test('the engine aborts a handler whose lease expires and never settles that run, even if it finishes later', async () => {
     const outbox = await w.outbox('fence_abort')
     const gated = gatedBackend(w.backend())
-    const aborted = gate<unknown>()
-    const finishLate = gate()
+    const aborted = deferred<unknown>()
+    const finishLate = deferred()
     const handler: Handler = async (message, { signal }) => {
       if (message.attempts > 1) return
-      signal.addEventListener('abort', () => aborted.open(signal.reason))
+      signal.addEventListener('abort', () => aborted.resolve(signal.reason))
       await finishLate.promise // keeps running past the lease, ignoring the abort
     }
     const a = w.relay(outbox, {
@@ -184,7 +184,7 @@ describe('engine level: a relay made late (settle held past its lease) loses to 
       timeoutMs: 20_000,
       what: 'the reclaimed delivery',
     })
-    finishLate.open()
+    finishLate.resolve()
     await a.stop({ graceMs: 5_000 }) // waits for A's handlers and settles
     const aSettled = gated.settles.flatMap((s) => s.settlements)
     expect(aSettled.filter((s) => s.attempts === 1)).toEqual([]) // the abandoned run never settled

@@ -1,49 +1,26 @@
 // Scenario 4: the database freezes (a TCP proxy stops moving bytes). Publish and the relay's
 // statements fail within their bound with OutboxError('TIMEOUT'); nothing hangs; once the network
 // is back the relay carries on by itself and delivers.
-import { testDatabaseUrl, waitFor } from '@outboxkit/conformance'
+import { failure, testDatabaseUrl, usePausableProxy, waitFor } from '@outboxkit/conformance'
 import { isOutboxError, type OutboxError, type Relay, type RelayEvents } from '@outboxkit/core'
 import { pgBackend, publish, publishMany } from '@outboxkit/pg'
 import pg from 'pg'
-import { afterAll, afterEach, beforeAll, expect, test } from 'vitest'
+import { afterAll, afterEach, expect, test } from 'vitest'
 import { figuresLine } from '../src/report.js'
-import { type FreezableProxy, startFreezableProxy } from './support/pausable-proxy.js'
-import { gate, messages, nextEvent, World } from './support/world.js'
+import { deferred, messages, nextEvent, World } from './support/world.js'
 
 const w = new World()
-let proxy: FreezableProxy
-let proxyUrl: string
+afterEach(() => w.cleanup())
+afterAll(() => w.close())
+// Registered after the world's hooks: resumed before the world stops what runs through it.
+const proxy = usePausableProxy(testDatabaseUrl(), 5432)
 const BOUND_MS = 1_000
 // The bound plus generous slack for this shared, loaded machine.
 const SLACK_MS = 6_000
 
-beforeAll(async () => {
-  const target = new URL(testDatabaseUrl())
-  proxy = await startFreezableProxy({ host: target.hostname, port: Number(target.port || 5432) })
-  proxyUrl = proxy.urlFor(testDatabaseUrl())
-})
-afterEach(async () => {
-  proxy.resume()
-  await w.cleanup()
-})
-afterAll(async () => {
-  await w.close()
-  await proxy.close()
-})
-
-async function failure(fn: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
-  const t0 = Date.now()
-  try {
-    await fn()
-  } catch (error) {
-    return { error, ms: Date.now() - t0 }
-  }
-  throw new Error('expected a failure, got success')
-}
-
 test('publish through a frozen network fails with TIMEOUT within query_timeout; the transaction rolls back, nothing written', async () => {
   const outbox = await w.outbox('frozen_publish')
-  const client = new pg.Client({ connectionString: proxyUrl, query_timeout: BOUND_MS })
+  const client = new pg.Client({ connectionString: proxy.url, query_timeout: BOUND_MS })
   client.on('error', () => {})
   await client.connect()
   const timings: number[] = []
@@ -76,7 +53,7 @@ test('relay claims through a frozen network fail with TIMEOUT within commandTime
   const leaseMs = 3_000
   const attempts = new Map<string, number>()
   const relay = w.relay(outbox, {
-    backend: w.backend({ connectionString: proxyUrl, commandTimeoutMs: BOUND_MS }),
+    backend: w.backend({ connectionString: proxy.url, commandTimeoutMs: BOUND_MS }),
     handlers: { t: (m) => void attempts.set(m.id, m.attempts) },
     pollIntervalMs: 200,
     leaseMs,
@@ -122,15 +99,15 @@ test('relay claims through a frozen network fail with TIMEOUT within commandTime
 
 test('a settle that times out during a freeze is retried after it, and the message is delivered', async () => {
   const outbox = await w.outbox('frozen_settle')
-  const started = gate()
-  const finish = gate()
+  const started = deferred()
+  const finish = deferred()
   let calls = 0
   const relay = w.relay(outbox, {
-    backend: w.backend({ connectionString: proxyUrl, commandTimeoutMs: BOUND_MS }),
+    backend: w.backend({ connectionString: proxy.url, commandTimeoutMs: BOUND_MS }),
     handlers: {
       t: async () => {
         calls++
-        started.open()
+        started.resolve()
         await finish.promise
       },
     },
@@ -145,7 +122,7 @@ test('a settle that times out during a freeze is retried after it, and the messa
   await relay.start()
   await started.promise
   proxy.pause()
-  finish.open() // the handler succeeds while the database is unreachable
+  finish.resolve() // the handler succeeds while the database is unreachable
   await waitFor(() => settleErrors.length >= 1, { timeoutMs: 30_000, what: 'a settle timeout' })
   expect(isOutboxError(settleErrors[0]!.error, 'TIMEOUT')).toBe(true)
   proxy.resume()
@@ -166,7 +143,7 @@ test('a settle that times out during a freeze is retried after it, and the messa
 
 test('relay.stop() during a freeze returns within a bound when notify is off', async () => {
   const outbox = await w.outbox('frozen_stop')
-  const backend = pgBackend({ connectionString: proxyUrl, commandTimeoutMs: BOUND_MS, max: 2 })
+  const backend = pgBackend({ connectionString: proxy.url, commandTimeoutMs: BOUND_MS, max: 2 })
   const relay = w.relay(outbox, { backend, handlers: { t: () => {} }, pollIntervalMs: 100, notify: false })
   const firstClaim = nextEvent(relay, 'claimed')
   await relay.start()
@@ -182,7 +159,7 @@ test('relay.stop() during a freeze returns within a bound when notify is off', a
 // destroys the socket past the bound.
 test('relay.stop() during a freeze returns within a bound when notify is on (LISTEN connection open)', async () => {
   const outbox = await w.outbox('frozen_stop_listen')
-  const backend = pgBackend({ connectionString: proxyUrl, commandTimeoutMs: BOUND_MS, max: 2 })
+  const backend = pgBackend({ connectionString: proxy.url, commandTimeoutMs: BOUND_MS, max: 2 })
   const relay = w.relay(outbox, { backend, handlers: { t: () => {} }, pollIntervalMs: 100, notify: true })
   const firstClaim = nextEvent(relay, 'claimed')
   await relay.start()

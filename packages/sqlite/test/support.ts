@@ -2,8 +2,9 @@ import { rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { uniqueTableName } from '@outboxkit/conformance'
-import type { Relay, RelayEvents } from '@outboxkit/core'
 import Database from 'better-sqlite3'
+
+export { nextEvent } from '@outboxkit/conformance'
 
 /** A database file under the OS temp dir, with connections that are closed and files removed by `cleanup`. */
 export interface TempDatabase {
@@ -31,32 +32,6 @@ export function tempDatabase(prefix = 'sqlite'): TempDatabase {
       for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(`${file}${suffix}`, { force: true })
     },
   }
-}
-
-/**
- * Resolves with the next `event` of `relay` that matches `where`, or rejects after `timeoutMs`.
- * Subscribe (call this) before the action that causes the event.
- */
-export function nextEvent<K extends keyof RelayEvents>(
-  relay: Relay,
-  event: K,
-  {
-    where = () => true,
-    timeoutMs = 10_000,
-  }: { where?: (e: RelayEvents[K]) => boolean; timeoutMs?: number } = {},
-): Promise<RelayEvents[K]> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      off()
-      reject(new Error(`timed out after ${timeoutMs} ms waiting for relay event '${String(event)}'`))
-    }, timeoutMs)
-    const off = relay.on(event, (e) => {
-      if (!where(e)) return
-      clearTimeout(timer)
-      off()
-      resolve(e)
-    })
-  })
 }
 
 /** Every row of an outbox table, by id, read on `db` (outside any transaction of the test). */

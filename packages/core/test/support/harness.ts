@@ -2,30 +2,21 @@ import { rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
+  inMysqlTransaction,
+  inPgTransaction,
   type OutboxDialect,
   type OutboxSql,
   outboxSql,
+  RelayFixture,
   type RowChanges,
   type RowFilter,
+  runTransaction,
   type SeedRow,
+  tableSql,
   testDatabaseUrl,
   testMysqlUri,
-  uniqueTableName,
 } from '@outboxkit/conformance'
-import {
-  createRelay,
-  type DefineOutboxOptions,
-  defineOutbox,
-  migrate,
-  type Outbox,
-  type OutboxBackend,
-  type PublishMessage,
-  type PublishResult,
-  type Relay,
-  type RelayEvents,
-  type RelayOptions,
-  type TopicSchemas,
-} from '@outboxkit/core'
+import type { Outbox, OutboxBackend, PublishMessage, PublishResult } from '@outboxkit/core'
 import {
   type PgBackendConnectionOptions,
   pgBackend,
@@ -37,64 +28,15 @@ import type * as mysql2 from 'mysql2/promise'
 import pg from 'pg'
 import { afterAll, afterEach, beforeAll } from 'vitest'
 
-/** A promise with its resolve and reject exposed. */
-export interface Deferred<T> {
-  promise: Promise<T>
-  resolve(value: T): void
-  reject(error: unknown): void
-}
-
-/** Creates a {@link Deferred}. */
-export function deferred<T = void>(): Deferred<T> {
-  let resolve!: (value: T) => void
-  let reject!: (error: unknown) => void
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res
-    reject = rej
-  })
-  return { promise, resolve, reject }
-}
-
-/**
- * Resolves with the next `event` of `relay` that matches `predicate`, or rejects after `timeoutMs`.
- * Subscribe (call this) before the action that causes the event.
- */
-export function nextEvent<K extends keyof RelayEvents>(
-  relay: Relay,
-  event: K,
-  {
-    where = () => true,
-    timeoutMs = 10_000,
-  }: { where?: (e: RelayEvents[K]) => boolean; timeoutMs?: number } = {},
-): Promise<RelayEvents[K]> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      off()
-      reject(new Error(`timed out after ${timeoutMs} ms waiting for relay event '${String(event)}'`))
-    }, timeoutMs)
-    const off = relay.on(event, (e) => {
-      if (!where(e)) return
-      clearTimeout(timer)
-      off()
-      resolve(e)
-    })
-  })
-}
-
-/** Collects every `event` of `relay` into an array (live). */
-export function collect<K extends keyof RelayEvents>(relay: Relay, event: K): RelayEvents[K][] {
-  const seen: RelayEvents[K][] = []
-  relay.on(event, (e) => seen.push(e))
-  return seen
-}
-
-/**
- * A window of real time in which the test counts what happens (never used to wait for an
- * outcome: outcomes are awaited with events or `waitFor`).
- */
-export function observeFor(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms))
-}
+export {
+  collect,
+  type Deferred,
+  deferred,
+  messages,
+  nextEvent,
+  observeFor,
+  tableSql,
+} from '@outboxkit/conformance'
 
 /** Calls of a {@link wrapBackend} backend, live. */
 export interface BackendCalls {
@@ -172,15 +114,12 @@ type SqliteModule = typeof import('@outboxkit/sqlite')
  * MySQL and SQLite load their packages in {@link Harness.init} (use {@link useHarness}), so files
  * that only run PostgreSQL never load them.
  */
-export class Harness {
+export class Harness extends RelayFixture {
   readonly dialect: OutboxDialect
   /** PostgreSQL / MySQL connection URL, or the SQLite database file. */
   readonly url: string
   /** The raw SQL of the conformance suites, on the harness connection. */
   readonly sql: OutboxSql
-  readonly #tables: string[] = []
-  readonly #relays = new Set<Relay>()
-  readonly #backends = new Set<OutboxBackend>()
   #pgPool: pg.Pool | undefined
   #mysqlPool: mysql2.Pool | undefined
   #sqliteDb: BetterSqlite3.Database | undefined
@@ -189,6 +128,7 @@ export class Harness {
   #ready: Promise<void> | undefined
 
   constructor(dialect: OutboxDialect = 'postgres') {
+    super('core')
     this.dialect = dialect
     this.url =
       dialect === 'postgres'
@@ -272,19 +212,6 @@ export class Harness {
     return []
   }
 
-  /** Defines an outbox on a fresh unique table and migrates it (unless `migrate: false`). */
-  async outbox<T extends TopicSchemas | undefined = undefined>(
-    prefix: string,
-    options: Omit<DefineOutboxOptions<T>, 'table'> & { migrate?: boolean } = {},
-  ): Promise<Outbox<T>> {
-    const { migrate: doMigrate = true, ...rest } = options
-    const table = uniqueTableName(`core_${prefix}`)
-    this.#tables.push(table)
-    const outbox = defineOutbox<T>({ ...(rest as DefineOutboxOptions<T>), table })
-    if (doMigrate) await migrate(outbox, await this.sharedBackend())
-    return outbox
-  }
-
   /**
    * A backend on the harness's own connection (pool), which it does not own: PostgreSQL
    * `pgBackend({ pool })`, MySQL `mysqlBackend({ pool })`, SQLite `sqliteBackend(db)`.
@@ -306,16 +233,11 @@ export class Harness {
    * closed in {@link Harness.cleanup}. `options` go to the dialect's backend.
    */
   backend(options: BackendOptions = {}): OutboxBackend {
-    let backend: OutboxBackend
-    if (this.dialect === 'postgres') {
-      backend = pgBackend({ connectionString: this.url, max: 4, ...options })
-    } else if (this.dialect === 'mysql') {
-      backend = this.#mysqlReady().mod.mysqlBackend({ uri: this.url, ...options } as never)
-    } else {
-      backend = this.#sqliteReady().mod.sqliteBackend({ filename: this.url, ...options } as never)
-    }
-    this.#backends.add(backend)
-    return backend
+    if (this.dialect === 'postgres')
+      return this.owned(pgBackend({ connectionString: this.url, max: 4, ...options }))
+    if (this.dialect === 'mysql')
+      return this.owned(this.#mysqlReady().mod.mysqlBackend({ uri: this.url, ...options } as never))
+    return this.owned(this.#sqliteReady().mod.sqliteBackend({ filename: this.url, ...options } as never))
   }
 
   /**
@@ -340,19 +262,6 @@ export class Harness {
     }
   }
 
-  /** Creates a relay (default: its own connection-string backend), stopped in {@link Harness.cleanup}. */
-  relay<O extends Outbox<any>>(
-    outbox: O,
-    options: Omit<RelayOptions<O>, 'backend'> & { backend?: OutboxBackend },
-  ): Relay {
-    const relay = createRelay(outbox, {
-      ...options,
-      backend: options.backend ?? this.backend(),
-    } as RelayOptions<O>)
-    this.#relays.add(relay)
-    return relay
-  }
-
   /**
    * Publishes `messages` with the dialect's adapter in one committed transaction on the harness
    * connection. SQLite: inside better-sqlite3's synchronous `db.transaction` (whose function
@@ -373,19 +282,8 @@ export class Harness {
   }
 
   /** Runs `fn` in a transaction on a pooled pg client: COMMIT when it resolves, ROLLBACK when it throws (PostgreSQL only). */
-  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect()
-    try {
-      await client.query('BEGIN')
-      const result = await fn(client)
-      await client.query('COMMIT')
-      return result
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      client.release()
-    }
+  transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return inPgTransaction(this.pool, fn)
   }
 
   /**
@@ -406,37 +304,29 @@ export class Harness {
     await this.init()
     if (this.dialect === 'mysql') {
       const { pool, mod } = this.#mysqlReady()
-      const conn = await pool.getConnection()
-      try {
-        await conn.beginTransaction()
-        const result = await fn({
+      return inMysqlTransaction(pool, (conn) =>
+        fn({
           query: async (text, params = []) => void (await conn.query(text, params)),
           publish: (outbox, message) => mod.publish(outbox, conn, message),
           publishMany: (outbox, messages) => mod.publishMany(outbox, conn, messages),
-        })
-        await conn.commit()
-        return result
-      } catch (err) {
-        await conn.rollback().catch(() => {})
-        throw err
-      } finally {
-        conn.release()
-      }
+        }),
+      )
     }
     const { db, mod } = this.#sqliteReady()
-    db.exec('BEGIN')
-    try {
-      const result = await fn({
-        query: async (text, params = []) => void db.prepare(text).run(...params),
-        publish: (outbox, message) => mod.publish(outbox, db, message),
-        publishMany: (outbox, messages) => mod.publishMany(outbox, db, messages),
-      })
-      db.exec('COMMIT')
-      return result
-    } catch (err) {
-      if (db.inTransaction) db.exec('ROLLBACK')
-      throw err
-    }
+    const exec = (sql: string) => () => db.exec(sql)
+    return runTransaction(
+      {
+        begin: exec('BEGIN'),
+        commit: exec('COMMIT'),
+        rollback: () => db.inTransaction && db.exec('ROLLBACK'),
+      },
+      () =>
+        fn({
+          query: async (text, params = []) => void db.prepare(text).run(...params),
+          publish: (outbox, message) => mod.publish(outbox, db, message),
+          publishMany: (outbox, messages) => mod.publishMany(outbox, db, messages),
+        }),
+    )
   }
 
   /** Every row of the outbox table, or the row with `id`. */
@@ -487,21 +377,11 @@ export class Harness {
     return this.sql.nowMs()
   }
 
-  /** Stops every relay (no grace) and closes every backend made by this harness. */
-  async cleanup(): Promise<void> {
-    const relays = [...this.#relays]
-    this.#relays.clear()
-    await Promise.all(relays.map((r) => r.stop({ graceMs: 0 }).catch(() => {})))
-    const backends = [...this.#backends]
-    this.#backends.clear()
-    await Promise.all(backends.map((b) => b.close().catch(() => {})))
-  }
-
   /** {@link Harness.cleanup}, drops the tables, ends the connection (SQLite: deletes the file). */
   async close(): Promise<void> {
     await this.cleanup()
     if (this.dialect !== 'sqlite') {
-      for (const t of this.#tables) await this.sql.drop(t).catch(() => {})
+      for (const t of this.tables) await this.sql.drop(t).catch(() => {})
     }
     await this.#pgPool?.end()
     await this.#mysqlPool?.end()
@@ -522,14 +402,4 @@ export function useHarness(dialect: OutboxDialect = 'postgres'): Harness {
   afterEach(() => h.cleanup())
   afterAll(() => h.close())
   return h
-}
-
-/** The table of `outbox` as PostgreSQL SQL (the harness only uses plain, unqualified test names). */
-export function tableSql(outbox: Outbox<any>): string {
-  return outbox.table.schema ? `"${outbox.table.schema}"."${outbox.table.name}"` : `"${outbox.table.name}"`
-}
-
-/** `count` simple messages on topic `topic` with payload `{ i }`. */
-export function messages(count: number, topic = 't'): { topic: string; payload: { i: number } }[] {
-  return Array.from({ length: count }, (_, i) => ({ topic, payload: { i } }))
 }

@@ -1,53 +1,20 @@
-import { testDatabaseUrl, uniqueTableName } from '@outboxkit/conformance'
 import {
-  createRelay,
-  type DefineOutboxOptions,
-  defineOutbox,
-  migrate,
-  type Outbox,
-  type OutboxBackend,
-  type PublishMessage,
-  type PublishResult,
-  type Relay,
-  type RelayEvents,
-  type RelayOptions,
-  type TopicSchemas,
-} from '@outboxkit/core'
+  inPgTransaction,
+  nextEvent as kitNextEvent,
+  RelayFixture,
+  tableSql,
+  testDatabaseUrl,
+} from '@outboxkit/conformance'
+import type { Outbox, OutboxBackend, PublishMessage, PublishResult } from '@outboxkit/core'
 import { quoteIdent } from '@outboxkit/core/adapter'
 import { type PgBackendConnectionOptions, pgBackend, publishMany } from '@outboxkit/pg'
 import pg from 'pg'
 
-/** Resolves with the next `event` of `relay` matching `where`, or rejects after `timeoutMs`. */
-export function nextEvent<K extends keyof RelayEvents>(
-  relay: Relay,
-  event: K,
-  {
-    where = () => true,
-    timeoutMs = 20_000,
-  }: { where?: (e: RelayEvents[K]) => boolean; timeoutMs?: number } = {},
-): Promise<RelayEvents[K]> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      off()
-      reject(new Error(`timed out after ${timeoutMs} ms waiting for relay event '${String(event)}'`))
-    }, timeoutMs)
-    const off = relay.on(event, (e) => {
-      if (!where(e)) return
-      clearTimeout(timer)
-      off()
-      resolve(e)
-    })
-  })
-}
+export { deferred, messages, tableSql } from '@outboxkit/conformance'
 
-/** A promise with its resolve exposed. */
-export function gate<T = void>(): { promise: Promise<T>; open(value: T): void } {
-  let open!: (value: T) => void
-  const promise = new Promise<T>((r) => {
-    open = r
-  })
-  return { promise, open }
-}
+/** The kit's `nextEvent` with this suite's longer default bound (20 s): faults make relays slow. */
+export const nextEvent: typeof kitNextEvent = (relay, event, options = {}) =>
+  kitNextEvent(relay, event, { timeoutMs: 20_000, ...options })
 
 /** One outbox row as read through raw SQL. */
 export interface OutboxRow {
@@ -66,13 +33,10 @@ export interface OutboxRow {
  * Per-file fixture on the real PostgreSQL server (or a given one): a pool for publishing and raw
  * SQL, unique tables dropped at the end, relays and backends always stopped.
  */
-export class World {
+export class World extends RelayFixture {
   readonly pool: pg.Pool
-  readonly #tables: string[] = []
-  readonly #relays = new Set<Relay>()
-  readonly #backends = new Set<OutboxBackend>()
-
   constructor(readonly url = testDatabaseUrl()) {
+    super('rel')
     this.pool = new pg.Pool({ connectionString: url, max: 10 })
     this.pool.on('error', () => {})
   }
@@ -82,57 +46,19 @@ export class World {
     return (await this.pool.query(text, params)).rows as T[]
   }
 
-  /** A unique table name (dropped in {@link World.close}). */
-  table(prefix: string): string {
-    const name = uniqueTableName(`rel_${prefix}`)
-    this.#tables.push(name)
-    return name
-  }
-
-  /** An outbox on a fresh unique table, migrated. */
-  async outbox<T extends TopicSchemas | undefined = undefined>(
-    prefix: string,
-    options: Omit<DefineOutboxOptions<T>, 'table'> = {},
-  ): Promise<Outbox<T>> {
-    const outbox = defineOutbox<T>({ ...(options as DefineOutboxOptions<T>), table: this.table(prefix) })
-    await migrate(outbox, pgBackend({ pool: this.pool }))
-    return outbox
+  /** A backend on the fixture's pool: what migrates its tables. */
+  sharedBackend(): OutboxBackend {
+    return pgBackend({ pool: this.pool })
   }
 
   /** A connection-string pgBackend (its own pool), closed at cleanup. */
   backend(options: Partial<PgBackendConnectionOptions> = {}): OutboxBackend {
-    const backend = pgBackend({ connectionString: this.url, max: 4, commandTimeoutMs: 15_000, ...options })
-    this.#backends.add(backend)
-    return backend
-  }
-
-  /** A relay (default: on its own connection-string backend), stopped at cleanup. */
-  relay<O extends Outbox<any>>(
-    outbox: O,
-    options: Omit<RelayOptions<O>, 'backend'> & { backend?: OutboxBackend },
-  ): Relay {
-    const relay = createRelay(outbox, {
-      ...options,
-      backend: options.backend ?? this.backend(),
-    } as RelayOptions<O>)
-    this.#relays.add(relay)
-    return relay
+    return this.owned(pgBackend({ connectionString: this.url, max: 4, commandTimeoutMs: 15_000, ...options }))
   }
 
   /** Publishes `messages` in one committed transaction. */
-  async publish<O extends Outbox<any>>(outbox: O, messages: PublishMessage<O>[]): Promise<PublishResult[]> {
-    const client = await this.pool.connect()
-    try {
-      await client.query('BEGIN')
-      const results = await publishMany(outbox, client, messages)
-      await client.query('COMMIT')
-      return results
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      client.release()
-    }
+  publish<O extends Outbox<any>>(outbox: O, messages: PublishMessage<O>[]): Promise<PublishResult[]> {
+    return inPgTransaction(this.pool, (client) => publishMany(outbox, client, messages))
   }
 
   /** Every row of the outbox (or the one with `id`). */
@@ -153,32 +79,10 @@ export class World {
     return r!.n
   }
 
-  /** Stops every relay (no grace) and closes every backend. */
-  async cleanup(): Promise<void> {
-    const relays = [...this.#relays]
-    this.#relays.clear()
-    await Promise.all(relays.map((r) => r.stop({ graceMs: 0 }).catch(() => {})))
-    const backends = [...this.#backends]
-    this.#backends.clear()
-    await Promise.all(backends.map((b) => b.close().catch(() => {})))
-  }
-
   /** {@link World.cleanup}, drops the tables, ends the pool. */
   async close(): Promise<void> {
     await this.cleanup()
-    for (const t of this.#tables) await this.query(`DROP TABLE IF EXISTS ${quoteIdent(t)}`).catch(() => {})
+    for (const t of this.tables) await this.query(`DROP TABLE IF EXISTS ${quoteIdent(t)}`).catch(() => {})
     await this.pool.end()
   }
-}
-
-/** The quoted table of `outbox`. */
-export function tableSql(outbox: Outbox<any>): string {
-  return outbox.table.schema
-    ? `${quoteIdent(outbox.table.schema)}.${quoteIdent(outbox.table.name)}`
-    : quoteIdent(outbox.table.name)
-}
-
-/** `count` messages on `topic` with payload `{ i }`. */
-export function messages(count: number, topic = 't'): { topic: string; payload: { i: number } }[] {
-  return Array.from({ length: count }, (_, i) => ({ topic, payload: { i } }))
 }
