@@ -120,7 +120,7 @@ export class MemoryBackend implements OutboxBackend {
     const now = this.now()
     for (const s of request.settlements) {
       const row = this.rows.get(s.id)
-      if (!row || row.state !== 'processing' || row.attempts !== s.attempts) continue
+      if (row?.state !== 'processing' || row.attempts !== s.attempts) continue
       applied.push(s.id)
       if (s.outcome === 'delivered') {
         if (request.keepDelivered) Object.assign(row, { state: 'delivered', availableAt: now })
@@ -141,7 +141,7 @@ export class MemoryBackend implements OutboxBackend {
     const extended: string[] = []
     for (const { id, attempts } of request.rows) {
       const row = this.rows.get(id)
-      if (!row || row.state !== 'processing' || row.attempts !== attempts) continue
+      if (row?.state !== 'processing' || row.attempts !== attempts) continue
       row.availableAt = until
       extended.push(id)
     }

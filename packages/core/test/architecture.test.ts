@@ -24,7 +24,9 @@ const files = (dir: string): string[] =>
   })
 /** The module specifiers a file imports (comments, such as TSDoc examples, left out). */
 const importsOf = (file: string): string[] => {
-  const code = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
+  const code = readFileSync(file, 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/^\s*\/\/.*$/gm, '')
   return [...code.matchAll(/(?:from|import)\s*\(?\s*'([^']+)'/g)].map((m) => m[1]!)
 }
 
