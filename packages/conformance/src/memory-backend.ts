@@ -59,6 +59,8 @@ export class MemoryBackend implements OutboxBackend {
   #failures: { op: MemoryOperation; error: unknown }[] = []
   #listeners = new Set<WakeHandlers>()
   closed = 0
+  /** When set, `listen` reports LISTEN unavailable with this reason (as a pooled backend's probe would). */
+  listenUnavailable: string | undefined
 
   /** Records which topics are ordered (as the table's `seq` column would). */
   async migrate(outbox: Outbox): Promise<void> {
@@ -151,6 +153,10 @@ export class MemoryBackend implements OutboxBackend {
   async listen(_channel: string, handlers: WakeHandlers): Promise<WakeSubscription> {
     this.#listeners.add(handlers)
     handlers.onConnect?.()
+    if (this.listenUnavailable !== undefined) {
+      this.#listeners.delete(handlers)
+      handlers.onUnavailable?.(this.listenUnavailable)
+    }
     return { close: async () => void this.#listeners.delete(handlers) }
   }
 

@@ -212,6 +212,13 @@ export interface WakeHandlers {
   onError(error: unknown): void
   /** The listening connection is (re)established. */
   onConnect?(): void
+  /**
+   * The backend found that its LISTEN cannot hear this channel's notifications (for example a
+   * probe NOTIFY it sent never came back: a transaction-mode pooler such as PgBouncer hands the
+   * notifications to whichever client holds the server connection). The relay keeps delivering by
+   * polling and says so once; `reason` says what was seen and what to do.
+   */
+  onUnavailable?(reason: string): void
 }
 
 /**

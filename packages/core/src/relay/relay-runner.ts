@@ -107,6 +107,7 @@ export class RelayRunner implements Relay {
         table: this.#c.outbox.table,
         log: this.#c.log,
         onWake: () => this.#claimer.request(),
+        onUnavailable: (reason) => this.#emitter.emit('listenUnavailable', { reason }),
         reportError: (error, during) => this.#reportError(error, during),
       })
       if (!this.#lifecycle.running) {

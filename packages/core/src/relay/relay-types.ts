@@ -107,6 +107,11 @@ export interface RelayEvents {
   error: { error: unknown; during: 'claim' | 'settle' | 'listen' | 'listener' | 'lease' }
   /** A claim statement returned. */
   claimed: { count: number; limit: number }
+  /**
+   * LISTEN cannot work on this backend's connection (behind a transaction-mode pooler, say):
+   * emitted once; the relay keeps delivering by polling every `pollIntervalMs`.
+   */
+  listenUnavailable: { reason: string }
 }
 
 /** Counters of a relay since it was created. */

@@ -12,6 +12,8 @@ export interface WakeListenerDeps {
   readonly log: SafeLogger
   /** A publish NOTIFY arrived, or the connection (re)connected: claim now. */
   onWake(): void
+  /** LISTEN cannot hear notifications here (said once): the relay polls. */
+  onUnavailable(reason: string): void
   reportError(error: unknown, during: RelayEvents['error']['during']): void
 }
 
@@ -24,6 +26,7 @@ export async function listenForWakeups(deps: WakeListenerDeps): Promise<WakeSubs
   const { backend, log, table } = deps
   if (!backend.listen) return undefined
   let lost = false
+  let unavailable = false
   try {
     return await backend.listen(deps.channel, {
       onWake: deps.onWake,
@@ -41,6 +44,16 @@ export async function listenForWakeups(deps: WakeListenerDeps): Promise<WakeSubs
           )
         lost = true
         deps.reportError(toOutboxError(error, backend.name, 'LISTEN connection'), 'listen')
+      },
+      onUnavailable: (reason) => {
+        if (unavailable) return
+        unavailable = true
+        log.log(
+          'warn',
+          { table: table.display, reason },
+          `LISTEN is not available; delivering by polling: ${reason}`,
+        )
+        deps.onUnavailable(reason)
       },
     })
   } catch (error) {

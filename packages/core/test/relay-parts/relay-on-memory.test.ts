@@ -5,11 +5,9 @@ import { createRelay, defineOutbox, isOutboxError, type Relay, type RelayOptions
 const outbox = defineOutbox({ table: 'memory_outbox' })
 
 /** Resolves when `relay` has emitted `count` events of `name`, or fails after 5 s. */
-function events<K extends 'delivered' | 'retried' | 'deadLettered' | 'error' | 'claimed'>(
-  relay: Relay,
-  name: K,
-  count: number,
-): Promise<unknown[]> {
+function events<
+  K extends 'delivered' | 'retried' | 'deadLettered' | 'error' | 'claimed' | 'listenUnavailable',
+>(relay: Relay, name: K, count: number): Promise<unknown[]> {
   const seen: unknown[] = []
   return new Promise((resolve, reject) => {
     const timer = setTimeout(
@@ -128,6 +126,26 @@ describe('the relay wired from its parts, on the in-memory backend', () => {
     expect([relay.running, signal?.aborted, relay.stats.inFlight]).toEqual([false, true, 0])
     expect(backend.inState('processing')).toHaveLength(1)
     expect(backend.calls.settle).toBe(0)
+  })
+
+  test('LISTEN unavailable (a pooled connection): one event and one warning, and delivery goes on by polling', async () => {
+    const warnings: string[] = []
+    const logger = {
+      debug() {},
+      info() {},
+      warn: (_f: unknown, m: string) => void warnings.push(m),
+      error() {},
+    }
+    const { backend, relay } = start({ handlers: { t: () => {} }, logger })
+    backend.listenUnavailable = 'the probe NOTIFY did not come back within 1000 ms'
+    const unavailable = events(relay, 'listenUnavailable', 1)
+    const delivered = events(relay, 'delivered', 1)
+    await relay.start()
+    expect(await unavailable).toEqual([{ reason: backend.listenUnavailable }])
+    backend.publish({ topic: 't' })
+    await delivered
+    await relay.stop()
+    expect(warnings.filter((w) => w.startsWith('[outboxkit] LISTEN is not available'))).toHaveLength(1)
   })
 
   test('an unknown option is INVALID_CONFIG naming it and the closest valid one', () => {
