@@ -1,5 +1,17 @@
 import { DIALECTS, testDatabaseUrl } from '@outboxkit/conformance'
-import { createRelay, defineOutbox, isOutboxError, migrate, type RelayOptions } from '@outboxkit/core'
+import {
+  createRelay,
+  defineOutbox,
+  discard,
+  isOutboxError,
+  listBlockedKeys,
+  listDead,
+  migrate,
+  outboxStats,
+  purge,
+  type RelayOptions,
+  redrive,
+} from '@outboxkit/core'
 import { parseTableName } from '@outboxkit/core/adapter'
 import { pgBackend } from '@outboxkit/pg'
 import { describe, expect, test } from 'vitest'
@@ -168,5 +180,109 @@ describe('createRelay options', () => {
     const relay = createRelay(outbox, base)
     const err = await relay.stop({ graceMs: -1 }).catch((e: unknown) => e)
     expect(isOutboxError(err, 'INVALID_CONFIG')).toBe(true)
+  })
+})
+
+describe('defineOutbox options are checked, not guessed', () => {
+  const refusal = (options: unknown) => {
+    const err = thrown(() => defineOutbox(options as never))
+    expect(isOutboxError(err, 'INVALID_CONFIG'), String(err)).toBe(true)
+    expect((err as Error).message).toMatch(/^\[outboxkit\] \[core\] /)
+    return (err as Error).message
+  }
+
+  test('an option no outbox has (transport, until a transport exists) → INVALID_CONFIG listing the valid ones', () => {
+    expect(refusal({ transport: 'wal' })).toBe(
+      '[outboxkit] [core] unknown option "transport" for defineOutbox. Valid options: maxPayloadBytes, notify, orderedTopics, table, topics.',
+    )
+  })
+
+  test.each([
+    ['tabel', 'table'],
+    ['Topics', 'topics'],
+    ['orderedTopic', 'orderedTopics'],
+    ['maxPayload', 'maxPayloadBytes'],
+    ['notfy', 'notify'],
+  ])('a typo %s → INVALID_CONFIG suggesting %s', (name, closest) => {
+    expect(refusal({ [name]: 1 })).toContain(
+      `unknown option "${name}" for defineOutbox (did you mean "${closest}"?)`,
+    )
+  })
+
+  test('an orderedTopics entry with an unknown field → INVALID_CONFIG naming it', () => {
+    expect(refusal({ orderedTopics: [{ topic: 'a', ondeadletter: 'continue' }] })).toContain(
+      'unknown option "ondeadletter" for an orderedTopics entry (did you mean "onDeadLetter"?). Valid options: onDeadLetter, topic.',
+    )
+    expect(refusal({ orderedTopics: [new Map([['topic', 'a']])] })).toContain('has an invalid entry')
+    const ok = defineOutbox({ orderedTopics: ['a', { topic: 'b', onDeadLetter: 'continue' }] })
+    expect([...ok.orderedTopics]).toEqual(['a', 'b'])
+  })
+
+  test('topics must be a plain object; notify a boolean; maxPayloadBytes an integer >= 1', () => {
+    expect(refusal({ topics: new Map([['t', z.object({})]]) })).toContain('topics must be a plain object')
+    expect(refusal({ topics: [z.object({})] })).toContain('topics must be a plain object')
+    expect(refusal({ notify: 'false' })).toContain('notify must be true or false, got the string "false"')
+    expect(refusal({ maxPayloadBytes: 0 })).toContain('maxPayloadBytes must be an integer >= 1')
+    expect(refusal({ maxPayloadBytes: 1.5 })).toContain('maxPayloadBytes must be an integer >= 1')
+    expect(defineOutbox({ notify: false, maxPayloadBytes: 1024 }).notify).toBe(false)
+  })
+})
+
+describe('admin options are checked: a typo never widens what a command deletes or moves', () => {
+  const outbox = defineOutbox({ table: 'outbox' })
+  const backend = pgBackend({ connectionString: testDatabaseUrl() })
+  const refusal = async (run: () => Promise<unknown>) => {
+    const err = await run().then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    expect(isOutboxError(err, 'INVALID_CONFIG'), String(err)).toBe(true)
+    return (err as Error).message
+  }
+
+  test.each<[string, () => Promise<unknown>, string]>([
+    [
+      'purge olderThan',
+      () => purge(outbox, backend, { olderThan: 60_000 } as never),
+      '"olderThan" for purge (did you mean "olderThanMs"?)',
+    ],
+    [
+      'purge state',
+      () => purge(outbox, backend, { state: ['dead'] } as never),
+      '"state" for purge (did you mean "states"?)',
+    ],
+    [
+      'redrive id',
+      () => redrive(outbox, backend, { id: ['x'] } as never),
+      '"id" for redrive (did you mean "ids"?)',
+    ],
+    [
+      'discard topic',
+      () => discard(outbox, backend, { topic: ['t'] } as never),
+      '"topic" for discard (did you mean "topics"?)',
+    ],
+    [
+      'listDead limt',
+      () => listDead(outbox, backend, { limt: 5 } as never),
+      '"limt" for listDead (did you mean "limit"?)',
+    ],
+    [
+      'outboxStats delivered',
+      () => outboxStats(outbox, backend, { delivered: true } as never),
+      '"delivered" for outboxStats (did you mean "includeDelivered"?)',
+    ],
+    [
+      'listBlockedKeys after',
+      () => listBlockedKeys(outbox, backend, { after: 'k' } as never),
+      '"after" for listBlockedKeys (did you mean "afterKey"?)',
+    ],
+  ])('%s → INVALID_CONFIG before any statement', async (_label, run, expected) => {
+    expect(await refusal(run)).toContain(`unknown option ${expected}`)
+  })
+
+  test('options that are not an object → INVALID_CONFIG', async () => {
+    expect(await refusal(() => purge(outbox, backend, 'all' as never))).toContain(
+      'purge options must be an object',
+    )
   })
 })

@@ -36,3 +36,26 @@ test('a failed transaction is reported as a database error and writes nothing', 
   ).rejects.toMatchObject({ code: 'DATABASE' })
   expect(await count()).toBe(0)
 })
+
+test('pgliteBackend takes no options: a second argument is refused, naming the option', () => {
+  const refusal = (fn: () => unknown) => {
+    try {
+      fn()
+    } catch (err) {
+      return err as { code?: string; message: string }
+    }
+    throw new Error('expected pgliteBackend to throw')
+  }
+  const unknown = refusal(() =>
+    (pgliteBackend as (...args: unknown[]) => unknown)(db, { commandTimeoutMs: 5_000 }),
+  )
+  expect(unknown.code).toBe('INVALID_CONFIG')
+  expect(unknown.message).toMatch(
+    /^\[outboxkit\] \[pglite\] unknown option "commandTimeoutMs" for pgliteBackend\(db\)/,
+  )
+  expect(unknown.message).toContain('takes no options')
+  const notAnObject = refusal(() => (pgliteBackend as (...args: unknown[]) => unknown)(db, 5_000))
+  expect(notAnObject.code).toBe('INVALID_CONFIG')
+  expect(notAnObject.message).toContain('second argument')
+  expect(typeof pgliteBackend(db).claim).toBe('function')
+})

@@ -131,3 +131,43 @@ test('migrate prints no NOTICE, even on a sql without onnotice', async () => {
     await quiet.end()
   }
 })
+
+test('an unknown option is refused with INVALID_CONFIG, naming it and the closest valid one', async () => {
+  const refusal = (fn: () => unknown) => {
+    let err: unknown
+    try {
+      fn()
+    } catch (e) {
+      err = e
+    }
+    expect(isOutboxError(err, 'INVALID_CONFIG'), String(err)).toBe(true)
+    expect((err as Error).message).toMatch(/^\[outboxkit\] \[postgres-js\] /)
+    return (err as Error).message
+  }
+  const onSql = refusal(() => postgresJsBackend(sql, { comandTimeoutMs: 5_000 } as never))
+  expect(onSql).toContain('unknown option "comandTimeoutMs" for postgresJsBackend(sql, options)')
+  expect(onSql).toContain('(did you mean "commandTimeoutMs"?)')
+  expect(onSql).toContain('Valid options: commandTimeoutMs.')
+  // postgres.js options belong to postgres(), not to the backend on your own sql.
+  expect(refusal(() => postgresJsBackend(sql, { max: 2 } as never))).toContain('unknown option "max"')
+  const owned = refusal(() => postgresJsBackend({ url: testDatabaseUrl(), commandTimeout: 5_000 } as never))
+  expect(owned).toContain('unknown option "commandTimeout" for postgresJsBackend({ url })')
+  expect(owned).toContain('(did you mean "commandTimeoutMs"?)')
+  expect(refusal(() => postgresJsBackend({ url: testDatabaseUrl(), idle_timout: 1 } as never))).toContain(
+    '(did you mean "idle_timeout"?)',
+  )
+  // An option of node-postgres, not of postgres.js: nothing close, the valid names are listed.
+  const other = refusal(() =>
+    postgresJsBackend({ url: testDatabaseUrl(), connectionTimeoutMillis: 1 } as never),
+  )
+  expect(other).toContain('unknown option "connectionTimeoutMillis"')
+  expect(other).not.toContain('did you mean')
+  expect(other).toContain('connect_timeout')
+  // postgres() options and outboxkit's own pass.
+  await postgresJsBackend({
+    url: testDatabaseUrl(),
+    max: 1,
+    idle_timeout: 1,
+    commandTimeoutMs: 5_000,
+  }).close()
+})

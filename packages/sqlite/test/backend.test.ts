@@ -488,4 +488,34 @@ describe('admin and ownership', () => {
     closed.close()
     expect(() => sqliteBackend(closed)).toThrow(expect.objectContaining({ code: 'INVALID_CONFIG' }))
   })
+
+  test('an unknown option, or options given with a Database, are refused naming what was meant', async () => {
+    const refusal = (fn: () => unknown) => {
+      let err: unknown
+      try {
+        fn()
+      } catch (e) {
+        err = e
+      }
+      expect(isOutboxError(err, 'INVALID_CONFIG'), String(err)).toBe(true)
+      expect((err as Error).message).toMatch(/^\[outboxkit\] \[sqlite\] /)
+      return (err as Error).message
+    }
+    const typo = refusal(() => sqliteBackend({ filename: temp.file, busyTimeout: 100 } as never))
+    expect(typo).toContain('unknown option "busyTimeout" for sqliteBackend({ filename })')
+    expect(typo).toContain('(did you mean "busyTimeoutMs"?)')
+    // better-sqlite3's own `timeout` is busyTimeoutMs here.
+    expect(refusal(() => sqliteBackend({ filename: temp.file, timeout: 100 } as never))).toContain(
+      'unknown option "timeout" for sqliteBackend({ filename }) (did you mean "busyTimeoutMs"?)',
+    )
+    expect(refusal(() => sqliteBackend({ filename: temp.file, Wal: false } as never))).toContain(
+      '(did you mean "wal"?)',
+    )
+    const second = refusal(() =>
+      (sqliteBackend as (...args: unknown[]) => unknown)(db, { busyTimeoutMs: 100 }),
+    )
+    expect(second).toContain('sqliteBackend takes one argument')
+    // better-sqlite3's options and outboxkit's own pass.
+    await sqliteBackend({ filename: temp.file, busyTimeoutMs: 100, wal: true, fileMustExist: true }).close()
+  })
 })

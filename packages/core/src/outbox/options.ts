@@ -47,9 +47,9 @@ function editDistance(a: string, b: string): number {
 /**
  * The valid name closest to `name` (edit distance, ignoring case), or `undefined` when none is
  * close enough to be what was meant: at most one edit in four characters of `name` (at least one,
- * at most three), or a name that contains the other (`delay` suggests `delayMs`, `timeout`
- * suggests `commandTimeoutMs`). So `pollIntervalMS` suggests `pollIntervalMs`, and `transport`
- * suggests nothing when no valid name is like it.
+ * at most three), or a valid name that contains it whole (`delay` suggests `delayMs`, `timeout`
+ * suggests `busyTimeoutMs`: a part was left out). So `pollIntervalMS` suggests `pollIntervalMs`,
+ * and `transport` suggests nothing when no valid name is like it.
  *
  * @param name - the unknown name the caller wrote
  * @param known - the valid names
@@ -62,8 +62,7 @@ export function closestName(name: string, known: readonly string[]): string | un
   for (const candidate of known) {
     const d = editDistance(name, candidate)
     const other = candidate.toLowerCase()
-    const contains =
-      Math.min(lower.length, other.length) >= 3 && (other.includes(lower) || lower.includes(other))
+    const contains = lower.length >= 4 && other.includes(lower)
     if ((d <= limit || contains) && d < bestDistance) {
       best = candidate
       bestDistance = d
