@@ -25,7 +25,7 @@ export {
 } from './dialect-sql.js'
 // The test kit: helpers every package's tests share.
 export { collect, type NextEventOptions, nextEvent } from './kit/events.js'
-export { type RowsQueryable, rowsInspector } from './kit/inspectors.js'
+export { inspectedBy, type RowsQueryable, rowsInspector } from './kit/inspectors.js'
 export { type OutboxTableOptions, useOutboxTable } from './kit/outbox-table.js'
 export {
   expectOutboxError,

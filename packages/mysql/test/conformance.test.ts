@@ -1,8 +1,11 @@
 import {
+  inMysqlTransaction,
+  inspectedBy,
   mysqlInspector,
   type RefusedHandle,
   runBackendConformance,
   runPublishConformance,
+  sqlSavepoint,
   testMysqlUri,
 } from '@outboxkit/conformance'
 import { type MysqlTransactionConnection, mysqlBackend, publish, publishMany } from '@outboxkit/mysql'
@@ -14,38 +17,13 @@ runPublishConformance<MysqlTransactionConnection>({
   publishMany,
   async setup() {
     const pool = mysql.createPool({ uri: testMysqlUri(), connectionLimit: 25 })
-    const inspector = mysqlInspector()
     const checkedOut: mysql.PoolConnection[] = []
     const plain: mysql.Connection[] = []
     return {
       dialect: 'mysql',
       backend: mysqlBackend({ pool }),
-      inspect: (text, params) => inspector.query(text, params),
-      async transaction(fn) {
-        const conn = await pool.getConnection()
-        try {
-          await conn.beginTransaction()
-          const result = await fn(conn)
-          await conn.commit()
-          return result
-        } catch (err) {
-          await conn.rollback()
-          throw err
-        } finally {
-          conn.release()
-        }
-      },
-      async savepoint(conn, fn) {
-        await conn.query('SAVEPOINT sp')
-        try {
-          const result = await fn(conn)
-          await conn.query('RELEASE SAVEPOINT sp')
-          return result
-        } catch (err) {
-          await conn.query('ROLLBACK TO SAVEPOINT sp')
-          throw err
-        }
-      },
+      transaction: (fn) => inMysqlTransaction(pool, fn),
+      savepoint: sqlSavepoint((conn, sql) => conn.query(sql)),
       async refusedHandles(): Promise<RefusedHandle[]> {
         const autocommit = await pool.getConnection()
         checkedOut.push(autocommit)
@@ -68,26 +46,21 @@ runPublishConformance<MysqlTransactionConnection>({
           { label: 'a plain object', handle: { query: () => {} } },
         ]
       },
-      async teardown() {
+      ...inspectedBy(mysqlInspector(), async () => {
         for (const c of checkedOut) c.release()
         for (const c of plain) await c.end()
-        await inspector.close()
         await pool.end()
-      },
+      }),
     }
   },
 })
 
 runBackendConformance({
   name: 'mysql',
-  async setup() {
-    const inspector = mysqlInspector()
-    return {
-      dialect: 'mysql',
-      backend: () => mysqlBackend({ uri: testMysqlUri(), commandTimeoutMs: 10_000 }),
-      inspect: (text, params) => inspector.query(text, params),
-      supportsListen: false,
-      teardown: () => inspector.close(),
-    }
-  },
+  setup: async () => ({
+    dialect: 'mysql',
+    backend: () => mysqlBackend({ uri: testMysqlUri(), commandTimeoutMs: 10_000 }),
+    supportsListen: false,
+    ...inspectedBy(mysqlInspector()),
+  }),
 })

@@ -1,4 +1,5 @@
 import {
+  inspectedBy,
   runBackendConformance,
   runPublishConformance,
   serverInspector,
@@ -13,11 +14,9 @@ runPublishConformance<PostgresJsTransaction>({
   publishMany,
   async setup() {
     const sql = postgres(testDatabaseUrl(), { max: 25, onnotice: () => {} })
-    const inspector = serverInspector()
     const reserved: postgres.ReservedSql[] = []
     return {
       backend: postgresJsBackend(sql),
-      inspect: (text, params) => inspector.query(text, params),
       transaction: <T>(fn: (tx: PostgresJsTransaction) => Promise<T>) => sql.begin(fn) as Promise<T>,
       savepoint: <T>(tx: PostgresJsTransaction, fn: (tx: PostgresJsTransaction) => Promise<T>) =>
         tx.savepoint(fn) as Promise<T>,
@@ -35,45 +34,35 @@ runPublishConformance<PostgresJsTransaction>({
           { label: 'a function', handle: () => {} },
         ]
       },
-      async teardown() {
+      ...inspectedBy(serverInspector(), async () => {
         for (const r of reserved) {
           await r`ROLLBACK`.catch(() => {})
           r.release()
         }
-        await inspector.close()
         await sql.end()
-      },
+      }),
     }
   },
 })
 
-runBackendConformance({
-  name: 'postgres-js',
-  async setup() {
-    const inspector = serverInspector()
-    const sql = postgres(testDatabaseUrl(), { max: 10, onnotice: () => {} })
-    return {
-      // Every instance shares the user's sql: close() must leave it open for the next one.
-      backend: () => postgresJsBackend(sql, { commandTimeoutMs: 10_000 }),
-      inspect: (text, params) => inspector.query(text, params),
-      supportsListen: true,
-      async teardown() {
-        await inspector.close()
-        await sql.end()
-      },
-    }
-  },
-})
-
-runBackendConformance({
-  name: 'postgres-js owned',
-  async setup() {
-    const inspector = serverInspector()
-    return {
-      backend: () => postgresJsBackend({ url: testDatabaseUrl(), commandTimeoutMs: 10_000 }),
-      inspect: (text, params) => inspector.query(text, params),
-      supportsListen: true,
-      teardown: () => inspector.close(),
-    }
-  },
-})
+// On the user's sql, every instance shares it: close() must leave it open for the next one. Owned:
+// each instance opens its own from the URL.
+for (const [name, owned] of [
+  ['postgres-js', false],
+  ['postgres-js owned', true],
+] as const) {
+  runBackendConformance({
+    name,
+    async setup() {
+      const sql = owned ? undefined : postgres(testDatabaseUrl(), { max: 10, onnotice: () => {} })
+      return {
+        backend: () =>
+          sql
+            ? postgresJsBackend(sql, { commandTimeoutMs: 10_000 })
+            : postgresJsBackend({ url: testDatabaseUrl(), commandTimeoutMs: 10_000 }),
+        supportsListen: true,
+        ...inspectedBy(serverInspector(), () => sql?.end()),
+      }
+    },
+  })
+}

@@ -1,4 +1,12 @@
-import { runBackendConformance, runPublishConformance, sqliteInspector } from '@outboxkit/conformance'
+import {
+  inspectedBy,
+  runBackendConformance,
+  runPublishConformance,
+  runTransaction,
+  serialQueue,
+  sqliteInspector,
+  sqlSavepoint,
+} from '@outboxkit/conformance'
 import type { OutboxBackend } from '@outboxkit/core'
 import { publish, publishMany, type SqliteDatabase, sqliteBackend } from '@outboxkit/sqlite'
 import { tempDatabase } from './support.js'
@@ -9,23 +17,19 @@ import { tempDatabase } from './support.js'
  * take turns, as an async wrapper over better-sqlite3 does).
  */
 function transactions(db: SqliteDatabase) {
-  let queue: Promise<unknown> = Promise.resolve()
-  return <T>(fn: (tx: SqliteDatabase) => Promise<T>): Promise<T> => {
-    const run = async () => {
-      db.exec('BEGIN')
-      try {
-        const result = await fn(db)
-        db.exec('COMMIT')
-        return result
-      } catch (err) {
-        if (db.inTransaction) db.exec('ROLLBACK')
-        throw err
-      }
-    }
-    const next = queue.then(run, run)
-    queue = next.catch(() => {})
-    return next
-  }
+  const serial = serialQueue()
+  const exec = (sql: string) => () => db.exec(sql)
+  return <T>(fn: (tx: SqliteDatabase) => Promise<T>): Promise<T> =>
+    serial(() =>
+      runTransaction(
+        {
+          begin: exec('BEGIN'),
+          commit: exec('COMMIT'),
+          rollback: () => db.inTransaction && db.exec('ROLLBACK'),
+        },
+        () => fn(db),
+      ),
+    )
 }
 
 runPublishConformance<SqliteDatabase>({
@@ -35,39 +39,24 @@ runPublishConformance<SqliteDatabase>({
   async setup() {
     const temp = tempDatabase('conf_publish')
     const db = temp.open()
-    const inspector = sqliteInspector(temp.file)
     const closed = temp.open()
     closed.close()
     return {
       dialect: 'sqlite',
       backend: sqliteBackend(db),
-      inspect: (text, params) => inspector.query(text, params),
       transaction: transactions(db),
-      async savepoint(tx, fn) {
-        tx.exec('SAVEPOINT sp')
-        try {
-          const result = await fn(tx)
-          tx.exec('RELEASE SAVEPOINT sp')
-          return result
-        } catch (err) {
-          tx.exec('ROLLBACK TO SAVEPOINT sp; RELEASE SAVEPOINT sp')
-          throw err
-        }
-      },
-      async refusedHandles() {
-        return [
-          { label: 'the Database in autocommit', handle: db },
-          { label: 'a closed Database', handle: closed },
-          { label: 'a prepared statement', handle: db.prepare('SELECT 1') },
-          { label: 'a transaction function', handle: db.transaction(() => {}) },
-          { label: 'undefined', handle: undefined },
-          { label: 'a string', handle: 'tx' },
-        ]
-      },
-      async teardown() {
-        await inspector.close()
-        temp.cleanup()
-      },
+      savepoint: sqlSavepoint((tx, sql) => tx.exec(sql), {
+        rollbackSql: 'ROLLBACK TO SAVEPOINT sp; RELEASE SAVEPOINT sp',
+      }),
+      refusedHandles: async () => [
+        { label: 'the Database in autocommit', handle: db },
+        { label: 'a closed Database', handle: closed },
+        { label: 'a prepared statement', handle: db.prepare('SELECT 1') },
+        { label: 'a transaction function', handle: db.transaction(() => {}) },
+        { label: 'undefined', handle: undefined },
+        { label: 'a string', handle: 'tx' },
+      ],
+      ...inspectedBy(sqliteInspector(temp.file), () => temp.cleanup()),
     }
   },
 })
@@ -77,7 +66,6 @@ runBackendConformance({
   async setup() {
     const temp = tempDatabase('conf_backend')
     const db = temp.open()
-    const inspector = sqliteInspector(temp.file)
     const backends: OutboxBackend[] = []
     return {
       dialect: 'sqlite',
@@ -87,7 +75,6 @@ runBackendConformance({
         backends.push(backend)
         return backend
       },
-      inspect: (text, params) => inspector.query(text, params),
       supportsListen: true,
       // The in-process wake: a publish committed in this process.
       async wake(outbox) {
@@ -95,11 +82,10 @@ runBackendConformance({
           void publish(outbox, db, { topic: 'wake', payload: 1 })
         })()
       },
-      async teardown() {
+      ...inspectedBy(sqliteInspector(temp.file), async () => {
         await Promise.all(backends.map((b) => b.close()))
-        await inspector.close()
         temp.cleanup()
-      },
+      }),
     }
   },
 })

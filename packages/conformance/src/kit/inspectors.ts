@@ -17,3 +17,23 @@ export function rowsInspector(db: RowsQueryable): Inspector {
     async close() {},
   }
 }
+
+/**
+ * The `inspect` and `teardown` of a suite's context (publish or backend conformance) on
+ * `inspector`: raw SQL through it, and closing it (then `close`, for what else the file opened).
+ */
+export function inspectedBy(
+  inspector: Inspector,
+  close?: () => unknown,
+): {
+  inspect(text: string, params?: unknown[]): Promise<Record<string, unknown>[]>
+  teardown(): Promise<void>
+} {
+  return {
+    inspect: (text, params) => inspector.query(text, params),
+    async teardown() {
+      await inspector.close()
+      await close?.()
+    },
+  }
+}
