@@ -2,7 +2,7 @@ import { assertOutbox, type Outbox } from '../outbox/define-outbox.js'
 import { OutboxError } from '../outbox/errors.js'
 import { formatValue } from '../outbox/format-value.js'
 import type { BlockedKeyRow, OutboxBackend } from '../protocol/backend.js'
-import { assertAdminOptions, assertBackendCan, stringList } from './checks.js'
+import { assertAdminOptions, assertBackendCan, pageLimit, stringList } from './checks.js'
 
 /** A key of an ordered topic held back by its head message, as {@link listBlockedKeys} returns it. */
 export interface BlockedKey {
@@ -61,13 +61,7 @@ export async function listBlockedKeys(
   assertBackendCan(backend, 'blockedKeys', 'listBlockedKeys')
   assertAdminOptions(options, ['topics', 'includeRetrying', 'limit', 'afterKey'], 'listBlockedKeys')
   const topics = stringList('listBlockedKeys', 'topics', options.topics)
-  const limit = options.limit ?? 100
-  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 10_000) {
-    throw new OutboxError(
-      'INVALID_CONFIG',
-      `listBlockedKeys limit must be an integer from 1 to 10000, got ${formatValue(limit)}.`,
-    )
-  }
+  const limit = pageLimit('listBlockedKeys', options.limit)
   if (options.afterKey !== undefined && typeof options.afterKey !== 'string') {
     throw new OutboxError(
       'INVALID_CONFIG',

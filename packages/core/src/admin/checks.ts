@@ -67,3 +67,15 @@ export function stringList(what: string, name: string, list: unknown): readonly 
   }
   return list
 }
+
+/** The `limit` of a listing: an integer from 1 to 10 000, default 100. Throws `INVALID_CONFIG`. */
+export function pageLimit(what: string, value: unknown): number {
+  const limit = value ?? 100
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 10_000) {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `${what} limit must be an integer from 1 to 10000, got ${formatValue(limit)}.`,
+    )
+  }
+  return limit
+}

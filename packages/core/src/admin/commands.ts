@@ -2,7 +2,7 @@ import { assertOutbox, type Outbox } from '../outbox/define-outbox.js'
 import { OutboxError } from '../outbox/errors.js'
 import { formatValue } from '../outbox/format-value.js'
 import type { OutboxBackend } from '../protocol/backend.js'
-import { assertAdminOptions, assertBackend, isUuid } from './checks.js'
+import { assertAdminOptions, assertBackend, isUuid, stringList } from './checks.js'
 
 /**
  * Creates the outbox table and its indexes if they do not exist. Safe to run again and from
@@ -76,19 +76,10 @@ export async function redrive(
   assertOutbox(outbox, 'redrive')
   assertBackend(backend, 'redrive')
   assertAdminOptions(options, ['ids', 'topics'], 'redrive')
-  for (const [name, list] of [
-    ['ids', options.ids],
-    ['topics', options.topics],
-  ] as const) {
-    if (list !== undefined && (!Array.isArray(list) || list.some((v) => typeof v !== 'string'))) {
-      throw new OutboxError(
-        'INVALID_CONFIG',
-        `redrive ${name} must be an array of strings, got ${formatValue(list)}.`,
-      )
-    }
-  }
-  if (options.ids?.some((id) => !isUuid(id))) {
+  const ids = stringList('redrive', 'ids', options.ids)
+  const topics = stringList('redrive', 'topics', options.topics)
+  if (ids?.some((id) => !isUuid(id))) {
     throw new OutboxError('INVALID_CONFIG', 'redrive ids must be UUID strings.')
   }
-  return backend.redrive({ table: outbox.table, ids: options.ids, topics: options.topics })
+  return backend.redrive({ table: outbox.table, ids, topics })
 }

@@ -2,7 +2,7 @@ import { assertOutbox, type Outbox } from '../outbox/define-outbox.js'
 import { OutboxError } from '../outbox/errors.js'
 import { formatValue } from '../outbox/format-value.js'
 import type { DeadRow, OutboxBackend } from '../protocol/backend.js'
-import { assertAdminOptions, assertBackendCan, isUuid, stringList } from './checks.js'
+import { assertAdminOptions, assertBackendCan, isUuid, pageLimit, stringList } from './checks.js'
 
 /** A dead-lettered message as {@link listDead} returns it. */
 export interface DeadMessage {
@@ -74,13 +74,7 @@ export async function listDead(
   assertBackendCan(backend, 'listDead', 'listDead')
   assertAdminOptions(options, ['topics', 'limit', 'after'], 'listDead')
   const topics = stringList('listDead', 'topics', options.topics)
-  const limit = options.limit ?? 100
-  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 10_000) {
-    throw new OutboxError(
-      'INVALID_CONFIG',
-      `listDead limit must be an integer from 1 to 10000, got ${formatValue(limit)}.`,
-    )
-  }
+  const limit = pageLimit('listDead', options.limit)
   const after = options.after
   if (
     after !== undefined &&
