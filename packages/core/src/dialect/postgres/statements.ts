@@ -100,9 +100,10 @@ const cache = new Map<string, PostgresStatements>()
 
 /** Builds (and caches) the PostgreSQL statements for a table. */
 export function postgresStatements(table: TableRef): PostgresStatements {
-  const names = postgresTable(table)
-  const hit = cache.get(names.cacheKey)
+  // Looked up on every publish, claim and settle: the key is all that is computed on a hit.
+  const hit = cache.get(`${table.schema ?? ''}.${table.name}`)
   if (hit) return hit
+  const names = postgresTable(table)
   const statements: PostgresStatements = {
     ...postgresDdlStatements(names),
     ...postgresPublishStatements(names),
