@@ -33,6 +33,7 @@ export {
   type OutboxErrorExpectation,
   rejection,
   settle,
+  thrown,
 } from './kit/outcomes.js'
 export { recordingPgClient } from './kit/recording.js'
 export {

@@ -1,5 +1,5 @@
 import { mysqlInspector, testMysqlUri, uniqueTableName } from '@outboxkit/conformance'
-import { defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
+import { defineOutbox, migrate } from '@outboxkit/core'
 import { outboxMysqlKeysTable, outboxMysqlTable, publish } from '@outboxkit/drizzle'
 import { mysqlBackend } from '@outboxkit/mysql'
 import { generateMySQLDrizzleJson, generateMySQLMigration } from 'drizzle-kit/api'
@@ -7,26 +7,21 @@ import { eq, getTableName } from 'drizzle-orm'
 import { getTableConfig } from 'drizzle-orm/mysql-core'
 import { drizzle } from 'drizzle-orm/mysql2'
 import mysql from 'mysql2/promise'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
+import {
+  expectNamesRefused,
+  expectTypedRow,
+  kitTableNames,
+  TYPED_MESSAGE,
+  useMigrateAndKitNamespaces,
+} from './support/outbox-table.js'
 
 const uri = testMysqlUri()
 const inspector = mysqlInspector()
 const pool = mysql.createPool({ uri, connectionLimit: 4, charset: 'utf8mb4' })
 const backend = mysqlBackend({ pool })
 // Two databases of our own: `migrate` creates a table in one, drizzle-kit's SQL the same table in the other.
-const viaMigrate = uniqueTableName('drizzle_kit_mm')
-const viaKit = uniqueTableName('drizzle_kit_mk')
-
-beforeAll(async () => {
-  await inspector.query(`CREATE DATABASE ${viaMigrate}`)
-  await inspector.query(`CREATE DATABASE ${viaKit}`)
-})
-afterAll(async () => {
-  await inspector.query(`DROP DATABASE IF EXISTS ${viaMigrate}`)
-  await inspector.query(`DROP DATABASE IF EXISTS ${viaKit}`)
-  await inspector.close()
-  await pool.end()
-})
+const { viaMigrate, viaKit } = useMigrateAndKitNamespaces(inspector, 'DATABASE', () => pool.end())
 
 /** The SQL `drizzle-kit generate` writes for these schema exports, from an empty database. */
 async function drizzleKitSql(exports: Record<string, unknown>): Promise<string[]> {
@@ -82,10 +77,9 @@ async function dropAll(...tables: string[]): Promise<void> {
 }
 
 describe('outboxMysqlTable and drizzle-kit', () => {
-  for (const [label, name] of [
-    ['the default name', 'outbox'],
-    ['a 63-character name (derived names are clipped as migrate clips them)', `outbox_${'x'.repeat(56)}`],
-  ] as const) {
+  for (const [label, name] of kitTableNames(
+    'a 63-character name (derived names are clipped as migrate clips them)',
+  )) {
     test(`drizzle-kit generates the table migrate creates: ${label}`, async () => {
       await migrate(defineOutbox({ table: `${viaMigrate}.${name}` }), backend)
       const statements = await drizzleKitSql({ outbox: outboxMysqlTable(name) })
@@ -143,45 +137,22 @@ describe('outboxMysqlTable and drizzle-kit', () => {
     await migrate(outbox, backend)
     try {
       const db = drizzle({ client: pool })
-      const { id } = await db.transaction((tx) =>
-        publish(outbox, tx, {
-          topic: 'typed',
-          payload: { n: 1 },
-          key: 'k',
-          headers: { h: 'v' },
-          delayMs: 1000,
-        }),
-      )
+      const { id } = await db.transaction((tx) => publish(outbox, tx, TYPED_MESSAGE))
       const [row] = await db.select().from(rows).where(eq(rows.id, id))
-      expect(row).toMatchObject({ id, topic: 'typed', key: 'k', payload: { n: 1 }, headers: { h: 'v' } })
-      expect(row!.state).toBe('pending')
-      expect(row!.attempts).toBe(0)
-      expect(row!.availableAt).toBeInstanceOf(Date)
+      expectTypedRow(row, id)
       const [now] = await inspector.query<{ ms: number }>(
         'SELECT CAST(TIMESTAMPDIFF(MICROSECOND, "1970-01-01", UTC_TIMESTAMP(6)) / 1000 AS DOUBLE) AS ms',
       )
       expect(Math.abs(row!.createdAt.getTime() - now!.ms)).toBeLessThan(60_000)
       expect(row!.availableAt.getTime() - row!.createdAt.getTime()).toBeGreaterThanOrEqual(999)
       expect(row!.dueAt?.getTime()).toBe(row!.availableAt.getTime())
-      expect(row!.dedupKey).toBeNull()
       expect(row!.lastError).toBeNull()
-      expect(row!.seq).toBeNull()
     } finally {
       await dropAll(name)
     }
   })
 
   test('names defineOutbox refuses are refused with INVALID_CONFIG', () => {
-    for (const bad of ['', 'a.b.c', 'bad-name', 42, null]) {
-      for (const fn of [outboxMysqlTable, outboxMysqlKeysTable]) {
-        let err: unknown
-        try {
-          fn(bad as never)
-        } catch (e) {
-          err = e
-        }
-        expect(isOutboxError(err, 'INVALID_CONFIG'), `${String(bad)}: ${String(err)}`).toBe(true)
-      }
-    }
+    expectNamesRefused([outboxMysqlTable, outboxMysqlKeysTable], ['', 'a.b.c', 'bad-name', 42, null])
   })
 })

@@ -1,4 +1,4 @@
-import { defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
+import { defineOutbox, migrate } from '@outboxkit/core'
 import { outboxSqliteTable, publish } from '@outboxkit/drizzle'
 import { sqliteBackend } from '@outboxkit/sqlite'
 import type Database from 'better-sqlite3'
@@ -7,6 +7,7 @@ import { eq, getTableName } from 'drizzle-orm'
 import { drizzle } from 'drizzle-orm/better-sqlite3'
 import { afterAll, describe, expect, test } from 'vitest'
 import { tempDrizzleSqlite } from './sqlite-support.js'
+import { expectNamesRefused, expectTypedRow, kitTableNames, TYPED_MESSAGE } from './support/outbox-table.js'
 
 // Two files of our own: `migrate` creates a table in one, drizzle-kit's SQL the same table in the other.
 const viaMigrate = tempDrizzleSqlite('drizzle_kit_sm')
@@ -68,10 +69,7 @@ function describeTable(db: Database.Database, table: string) {
 }
 
 describe('outboxSqliteTable and drizzle-kit', () => {
-  for (const [label, name] of [
-    ['the default name', 'outbox'],
-    ['a 63-byte name (index names clipped as migrate clips them)', `outbox_${'x'.repeat(56)}`],
-  ] as const) {
+  for (const [label, name] of kitTableNames('a 63-byte name (index names clipped as migrate clips them)')) {
     test(`drizzle-kit generates the table migrate creates: ${label}`, async () => {
       await migrate(defineOutbox({ table: name }), sqliteBackend(viaMigrate.client))
       const statements = await drizzleKitSql({ outbox: outboxSqliteTable(name) })
@@ -93,43 +91,17 @@ describe('outboxSqliteTable and drizzle-kit', () => {
     const db = drizzle({ client: viaMigrate.client })
     let pending: ReturnType<typeof publish> | undefined
     db.transaction((tx) => {
-      pending = publish(outbox, tx, {
-        topic: 'typed',
-        payload: { n: 1 },
-        key: 'k',
-        headers: { h: 'v' },
-        delayMs: 1000,
-      })
+      pending = publish(outbox, tx, TYPED_MESSAGE)
     })
     const { id } = await pending!
     const [row] = db.select().from(rows).where(eq(rows.id, id)).all()
-    expect(row).toMatchObject({ id, topic: 'typed', key: 'k', payload: { n: 1 }, headers: { h: 'v' } })
-    expect(row!.state).toBe('pending')
-    expect(row!.attempts).toBe(0)
-    expect(row!.availableAt).toBeInstanceOf(Date)
+    expectTypedRow(row, id)
     expect(Math.abs(row!.createdAt.getTime() - Date.now())).toBeLessThan(60_000)
     expect(row!.availableAt.getTime() - row!.createdAt.getTime()).toBe(1000)
-    expect(row!.dedupKey).toBeNull()
-    expect(row!.seq).toBeNull()
   })
 
   test('names defineOutbox refuses, and schema-qualified names, are refused with INVALID_CONFIG', () => {
-    for (const bad of [
-      '',
-      'a.b.c',
-      'bad-name',
-      42,
-      null,
-      'main.outbox',
-      defineOutbox({ table: 'aux.outbox' }),
-    ]) {
-      let err: unknown
-      try {
-        outboxSqliteTable(bad as never)
-      } catch (e) {
-        err = e
-      }
-      expect(isOutboxError(err, 'INVALID_CONFIG'), `${String(bad)}: ${String(err)}`).toBe(true)
-    }
+    const qualified = ['main.outbox', defineOutbox({ table: 'aux.outbox' })]
+    expectNamesRefused([outboxSqliteTable], ['', 'a.b.c', 'bad-name', 42, null, ...qualified])
   })
 })

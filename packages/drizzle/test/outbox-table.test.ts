@@ -1,5 +1,5 @@
 import { serverInspector, testDatabaseUrl, uniqueTableName } from '@outboxkit/conformance'
-import { defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
+import { defineOutbox, migrate } from '@outboxkit/core'
 import { OUTBOX_STATES, outboxTable, publish } from '@outboxkit/drizzle'
 import { pgBackend } from '@outboxkit/pg'
 import { generateDrizzleJson, generateMigration, pushSchema } from 'drizzle-kit/api'
@@ -7,27 +7,22 @@ import { eq, getTableName } from 'drizzle-orm'
 import { drizzle } from 'drizzle-orm/node-postgres'
 import { getTableConfig } from 'drizzle-orm/pg-core'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import { outboxSequence } from '../src/outbox-table.js'
+import {
+  expectNamesRefused,
+  expectTypedRow,
+  kitTableNames,
+  TYPED_MESSAGE,
+  useMigrateAndKitNamespaces,
+} from './support/outbox-table.js'
 
 const url = testDatabaseUrl()
 const inspector = serverInspector()
 const pool = new pg.Pool({ connectionString: url, max: 4 })
 const backend = pgBackend({ pool })
 // Two schemas of our own: `migrate` creates a table in one, drizzle-kit's SQL the same table in the other.
-const viaMigrate = uniqueTableName('drizzle_kit_m')
-const viaKit = uniqueTableName('drizzle_kit_k')
-
-beforeAll(async () => {
-  await inspector.query(`CREATE SCHEMA ${viaMigrate}`)
-  await inspector.query(`CREATE SCHEMA ${viaKit}`)
-})
-afterAll(async () => {
-  await inspector.query(`DROP SCHEMA IF EXISTS ${viaMigrate} CASCADE`)
-  await inspector.query(`DROP SCHEMA IF EXISTS ${viaKit} CASCADE`)
-  await inspector.close()
-  await pool.end()
-})
+const { viaMigrate, viaKit } = useMigrateAndKitNamespaces(inspector, 'SCHEMA', () => pool.end())
 
 /** The SQL `drizzle-kit generate` writes for these schema exports, from an empty database. */
 async function drizzleKitSql(exports: Record<string, unknown>): Promise<string[]> {
@@ -72,10 +67,9 @@ async function describeTable(schema: string, table: string) {
 }
 
 describe('outboxTable and drizzle-kit', () => {
-  for (const [label, name] of [
-    ['the default name', 'outbox'],
-    ['a 63-byte name (derived names are clipped as PostgreSQL clips them)', `outbox_${'x'.repeat(56)}`],
-  ] as const) {
+  for (const [label, name] of kitTableNames(
+    'a 63-byte name (derived names are clipped as PostgreSQL clips them)',
+  )) {
     test(`drizzle-kit generates the table migrate creates: ${label}`, async () => {
       await migrate(defineOutbox({ table: `${viaMigrate}.${name}` }), backend)
       const statements = await drizzleKitSql({ outbox: outboxTable(name) })
@@ -148,39 +142,21 @@ describe('outboxTable and drizzle-kit', () => {
     try {
       // A db with a relational schema: its tx type is what publish accepts too.
       const db = drizzle({ client: pool, schema: { rows } })
-      const { id } = await db.transaction((tx) =>
-        publish(outbox, tx, {
-          topic: 'typed',
-          payload: { n: 1 },
-          key: 'k',
-          headers: { h: 'v' },
-          delayMs: 1000,
-        }),
-      )
+      const { id } = await db.transaction((tx) => publish(outbox, tx, TYPED_MESSAGE))
       const [row] = await db.select().from(rows).where(eq(rows.id, id))
-      expect(row).toMatchObject({ id, topic: 'typed', key: 'k', payload: { n: 1 }, headers: { h: 'v' } })
-      expect(row!.state).toBe('pending')
+      expectTypedRow(row, id)
       expect(OUTBOX_STATES).toContain(row!.state)
-      expect(row!.attempts).toBe(0)
-      expect(row!.availableAt).toBeInstanceOf(Date)
       expect(row!.availableAt.getTime() - row!.createdAt.getTime()).toBeGreaterThanOrEqual(900)
-      expect(row!.dedupKey).toBeNull()
       expect(row!.lastError).toBeNull()
-      expect(row!.seq).toBeNull() // only messages of ordered topics are numbered
     } finally {
       await inspector.query(`DROP TABLE IF EXISTS ${name}`)
     }
   })
 
   test('names defineOutbox refuses are refused with INVALID_CONFIG', () => {
-    for (const bad of ['', 'a.b.c', 'bad-name', '1abc', 'x'.repeat(64), 42, null, { table: 'outbox' }]) {
-      let err: unknown
-      try {
-        outboxTable(bad as never)
-      } catch (e) {
-        err = e
-      }
-      expect(isOutboxError(err, 'INVALID_CONFIG'), `${String(bad)}: ${String(err)}`).toBe(true)
-    }
+    expectNamesRefused(
+      [outboxTable],
+      ['', 'a.b.c', 'bad-name', '1abc', 'x'.repeat(64), 42, null, { table: 'outbox' }],
+    )
   })
 })

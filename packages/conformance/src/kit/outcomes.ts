@@ -21,6 +21,16 @@ export async function rejection(promise: Promise<unknown>): Promise<Error & { co
   return err!
 }
 
+/** What `fn` throws (synchronously), or undefined when it returns. */
+export function thrown(fn: () => unknown): unknown {
+  try {
+    fn()
+  } catch (err) {
+    return err
+  }
+  return undefined
+}
+
 /** Runs `fn` and returns what it threw and how long it took; throws when it succeeds. */
 export async function failure(fn: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
   const t0 = Date.now()
