@@ -1,4 +1,4 @@
-import { type OutboxStats, summarizeStats } from '../admin/queries.js'
+import { type OutboxStats, summarizeStats } from '../admin/stats.js'
 import type { Outbox } from '../outbox/define-outbox.js'
 import type { OutboxBackend } from '../protocol/backend.js'
 import { type Api, type Instruments, instruments } from '../telemetry/instruments.js'
