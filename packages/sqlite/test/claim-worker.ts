@@ -27,6 +27,9 @@ for await (const line of lines) {
     claims++
     if (rows.length === 0) break
     for (const r of rows) ids.push(r.id)
+    // As a relay runs handlers between claims: without a pause, SQLite's busy handler (sleeping
+    // waiters, no queue) can let one tight-looping process re-take the lock until the table is empty.
+    await new Promise((resolve) => setTimeout(resolve, 2))
   }
   process.stdout.write(`${JSON.stringify({ ids, claims })}\n`)
   await backend.close()
