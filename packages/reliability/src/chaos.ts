@@ -1,8 +1,7 @@
-import type { Outbox } from '@outboxkit/core'
-import { quoteIdent } from '@outboxkit/core/adapter'
-import type pg from 'pg'
-import { pollUntil, quietPool, randomInt, reliabilityDatabaseUrl } from './database.js'
-import { createLedger, dropLedger, type LedgerTables, ledgerTables } from './ledger.js'
+import type { Outbox, OutboxDialect } from '@outboxkit/core'
+import { pollUntil, randomInt, reliabilityDatabaseUrl } from './database.js'
+import { createLedger, dropLedger, type LedgerTables, ledgerTables, liveRows } from './ledger.js'
+import { type LedgerDb, openLedgerDb } from './ledger-db.js'
 import { type ProducerStats, produce } from './producer.js'
 import { RelayFleet } from './relay-fleet.js'
 import type { RelayWorkerConfig } from './relay-worker-config.js'
@@ -10,6 +9,9 @@ import { computeVerdict, type Verdict } from './verdict.js'
 
 /** Options of {@link runChaos}. Every field has a CI-sized default. */
 export interface ChaosOptions {
+  /** The database's dialect. Default `'postgres'`. */
+  dialect?: OutboxDialect
+  /** Where the database is (see `DatabaseTarget`). Default: `reliabilityDatabaseUrl()` (PostgreSQL). */
   url?: string
   /** Prefix of the run's tables (unique per run). */
   prefix?: string
@@ -69,37 +71,38 @@ export interface ChaosReport {
  * seconds. When production ends the survivors drain, then the ledger gives the {@link Verdict}.
  */
 export async function runChaos(options: ChaosOptions = {}): Promise<ChaosReport> {
+  const dialect = options.dialect ?? 'postgres'
   const url = options.url ?? reliabilityDatabaseUrl()
   const log = options.log ?? (() => {})
   const prefix = options.prefix ?? `okrel_chaos_${process.pid}_${Date.now() % 100_000}`
   const tables = ledgerTables(prefix)
-  const pool = quietPool({ connectionString: url, max: (options.producers ?? 3) * 2 + 4 })
+  const db = await openLedgerDb({ dialect, url }, { max: (options.producers ?? 3) * 2 + 4 })
   const relays = options.relays ?? 3
   const t0 = Date.now()
-  const outbox = await createLedger(pool, tables)
+  const outbox = await createLedger(db, tables)
   const fleet = new RelayFleet({
-    pool,
+    db,
     tables,
-    config: (n) => chaosWorkerConfig(options, url, tables, prefix, n),
+    config: (n) => ({ dialect, ...chaosWorkerConfig(options, url, tables, prefix, n) }),
   })
   try {
     await fleet.spawnMany(relays)
     log(`${relays} relays running; producing`)
     const tProduce = Date.now()
-    const { producer } = await produceWhileKilling(options, pool, outbox, tables, fleet, log)
+    const { producer } = await produceWhileKilling(options, db, outbox, tables, fleet, log)
     const produceMs = Date.now() - tProduce
     log(
       `produced ${producer.committedMessages} committed, ${producer.rolledBackMessages} rolled back; draining`,
     )
     const tDrain = Date.now()
-    await pollUntil(async () => (await liveRows(pool, tables)) === 0, {
+    await pollUntil(async () => (await liveRows(db, tables)) === 0, {
       timeoutMs: options.drainTimeoutMs ?? 120_000,
       intervalMs: 200,
       what: 'the outbox to drain',
     })
     const drainMs = Date.now() - tDrain
     await fleet.stop()
-    const verdict = await computeVerdict(pool, tables)
+    const verdict = await computeVerdict(db, tables)
     const kills = fleet.deaths.filter((d) => d.cause === 'killed')
     return {
       verdict,
@@ -114,8 +117,8 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosReport>
     }
   } finally {
     await fleet.stop(5_000).catch(() => {})
-    if (!options.keepTables) await dropLedger(pool, tables).catch(() => {})
-    await pool.end()
+    if (!options.keepTables) await dropLedger(db, tables).catch(() => {})
+    await db.close()
   }
 }
 
@@ -152,18 +155,10 @@ function chaosWorkerConfig(
   }
 }
 
-/** Rows still to deliver. */
-async function liveRows(pool: pg.Pool, tables: LedgerTables): Promise<number> {
-  const { rows } = await pool.query(
-    `SELECT count(*)::int AS n FROM ${quoteIdent(tables.outbox)} WHERE state IN ('pending', 'processing')`,
-  )
-  return rows[0].n as number
-}
-
 /** Runs the producers while relays are killed at random and replaced; resolves when both are done. */
 async function produceWhileKilling(
   options: ChaosOptions,
-  pool: pg.Pool,
+  db: LedgerDb,
   outbox: Outbox,
   tables: LedgerTables,
   fleet: RelayFleet,
@@ -176,7 +171,7 @@ async function produceWhileKilling(
   let lastBacklogCheck = 0
   let throttled = false
   const producing$ = produce({
-    pool,
+    db,
     outbox,
     tables,
     producers: options.producers ?? 3,
@@ -191,7 +186,7 @@ async function produceWhileKilling(
     async throttle() {
       if (Date.now() - lastBacklogCheck > 200) {
         lastBacklogCheck = Date.now()
-        throttled = (await liveRows(pool, tables)) > maxBacklog
+        throttled = (await liveRows(db, tables)) > maxBacklog
       }
       if (throttled) await new Promise((r) => setTimeout(r, 100))
       return throttled

@@ -4,13 +4,24 @@ export {
   captureInFlight,
   createLedger,
   dropLedger,
-  explainSql,
   type LedgerTables,
-  ledgerInsertSql,
   ledgerTables,
+  liveRows,
+  openConnections,
   runOutbox,
 } from './ledger.js'
-export { type ProduceOptions, type ProducerStats, produce } from './producer.js'
+export {
+  type DatabaseTarget,
+  type LedgerDb,
+  type LedgerDriver,
+  type OpenLedgerDbOptions,
+  openLedgerDb,
+  openSqliteFile,
+  pgLedgerDb,
+  quietMysqlPool,
+} from './ledger-db.js'
+export { type LedgerSql, ledgerSql, positional } from './ledger-sql.js'
+export { type ProduceOptions, type ProducerStats, produce, publishCommitted } from './producer.js'
 export { type DeathRecord, RelayFleet, type RelayFleetOptions } from './relay-fleet.js'
 export { type RelayExit, type RelayProcess, spawnRelayProcess } from './relay-process.js'
 export {

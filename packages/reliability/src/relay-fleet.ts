@@ -1,6 +1,6 @@
-import type pg from 'pg'
 import { pollUntil } from './database.js'
-import { captureInFlight, type LedgerTables } from './ledger.js'
+import { captureInFlight, type LedgerTables, openConnections } from './ledger.js'
+import type { LedgerDb } from './ledger-db.js'
 import { type RelayProcess, spawnRelayProcess } from './relay-process.js'
 import type { RelayWorkerConfig } from './relay-worker-config.js'
 
@@ -16,8 +16,8 @@ export interface DeathRecord {
 
 /** Options of {@link RelayFleet}. */
 export interface RelayFleetOptions {
-  /** A pool on the database under test, for bookkeeping (never used by the relays). */
-  pool: pg.Pool
+  /** The database under test, for bookkeeping (never used by the relays). */
+  db: LedgerDb
   tables: LedgerTables
   /** The config of the `n`th relay process started by the fleet. */
   config(n: number): RelayWorkerConfig
@@ -29,7 +29,8 @@ export interface RelayFleetOptions {
 
 /**
  * A set of relay processes with crash tooling: SIGKILL one, wait until its connections are gone
- * from `pg_stat_activity`, record which of its side effects were in flight, start a replacement.
+ * from the server (PostgreSQL `pg_stat_activity`, MySQL's process list; a SQLite statement ends
+ * with its process), record which of its side effects were in flight, start a replacement.
  */
 export class RelayFleet {
   readonly deaths: DeathRecord[] = []
@@ -136,23 +137,17 @@ export class RelayFleet {
   }
 
   async #recordDeath(relay: RelayProcess, cause: DeathRecord['cause'], signal: string | null) {
-    const { pool, tables } = this.#options
+    const { db, tables } = this.#options
     // A statement the process sent before dying may still commit on the server: wait it out.
-    await pollUntil(
-      async () => {
-        const { rows } = await pool.query(
-          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1',
-          [relay.applicationName],
-        )
-        return rows[0].n === 0
-      },
-      { timeoutMs: 30_000, what: `the connections of relay ${relay.pid} to close` },
-    )
+    await pollUntil(async () => (await openConnections(db, tables, relay)) === 0, {
+      timeoutMs: 30_000,
+      what: `the connections of relay ${relay.pid} to close`,
+    })
     const record: DeathRecord = {
       pid: relay.pid,
       cause,
       signal,
-      inFlight: await captureInFlight(pool, tables, relay.pid),
+      inFlight: await captureInFlight(db, tables, relay.pid),
     }
     this.deaths.push(record)
     return record

@@ -1,4 +1,4 @@
-import type { RetryPolicy } from '@outboxkit/core'
+import type { OutboxDialect, RetryPolicy } from '@outboxkit/core'
 import type { LedgerTables } from './ledger.js'
 
 /** How the `work` handler of a relay worker behaves. */
@@ -19,9 +19,18 @@ export interface WorkerHandlerConfig {
  * (ledger write, then `process.kill(process.pid, 'SIGKILL')`).
  */
 export interface RelayWorkerConfig {
+  /**
+   * The backend the worker builds: `pgBackend`, `mysqlBackend` or `sqliteBackend`. Default
+   * `'postgres'`.
+   */
+  dialect?: OutboxDialect
+  /** PostgreSQL connection string, MySQL URI, or SQLite file (see `DatabaseTarget`). */
   url: string
   tables: LedgerTables
-  /** `application_name` of every connection of the worker, to find (and terminate) them. */
+  /**
+   * The worker's name: PostgreSQL `application_name` of every connection of the worker, to find
+   * (and terminate) them. (MySQL connections register their ids in `tables.connections` instead.)
+   */
   applicationName: string
   commandTimeoutMs: number
   relay: {

@@ -6,10 +6,12 @@
  *
  * @module
  */
-import { createRelay, type DeliveredMessage, isOutboxError, Retry } from '@outboxkit/core'
+import { createRelay, type DeliveredMessage, isOutboxError, type OutboxBackend, Retry } from '@outboxkit/core'
 import { pgBackend } from '@outboxkit/pg'
-import { quietPool, randomInt } from './database.js'
-import { explainSql, ledgerInsertSql, runOutbox } from './ledger.js'
+import { randomInt } from './database.js'
+import { runOutbox } from './ledger.js'
+import { type DatabaseTarget, openLedgerDb, quietMysqlPool } from './ledger-db.js'
+import { ledgerSql } from './ledger-sql.js'
 import { RELAY_CONFIG_ENV, type RelayWorkerConfig, type WorkerLine } from './relay-worker-config.js'
 
 function say(line: WorkerLine): void {
@@ -25,33 +27,68 @@ process.stdin.resume()
 
 const outbox = runOutbox(config.tables)
 const pid = process.pid
-const ledgerPool = quietPool({
-  connectionString: config.url,
-  application_name: config.applicationName,
+const target: DatabaseTarget = { dialect: config.dialect ?? 'postgres', url: config.url }
+const statements = ledgerSql(target.dialect, config.tables)
+// MySQL has no application_name: each new connection of this process registers its id first.
+const register = statements.registerConnection ? { sql: statements.registerConnection, pid } : undefined
+const ledger = await openLedgerDb(target, {
+  applicationName: config.applicationName,
   max: Math.max(2, config.relay.concurrency),
-  query_timeout: config.commandTimeoutMs,
+  commandTimeoutMs: config.commandTimeoutMs,
+  ...(register ? { register } : {}),
 })
-const insertLedger = ledgerInsertSql(config.tables)
-const explain = explainSql(config.tables)
 const noteExplained = (id: string, attempt: number, why: string) =>
-  ledgerPool.query(explain, [id, attempt, why, pid]).catch(() => {})
+  ledger.execute(statements.explain, [id, attempt, why, pid]).catch(() => {})
+
+/** What to close after the relay stopped (what the backend does not own). */
+const closeAfterStop: (() => Promise<unknown>)[] = [() => ledger.close()]
+
+/** The relay's backend on the worker's database, with its own connections. */
+async function relayBackend(): Promise<OutboxBackend> {
+  switch (target.dialect) {
+    case 'postgres':
+      return pgBackend({
+        connectionString: config!.url,
+        application_name: config!.applicationName,
+        commandTimeoutMs: config!.commandTimeoutMs,
+        max: 4,
+      })
+    case 'mysql': {
+      const { mysqlBackend } = await import('@outboxkit/mysql')
+      // The pool form, so its connections register their ids (the backend leaves it open: we end it).
+      const pool = await quietMysqlPool(config!.url, {
+        max: 4,
+        commandTimeoutMs: config!.commandTimeoutMs,
+        register,
+      })
+      closeAfterStop.push(() => pool.end())
+      return mysqlBackend({ pool, commandTimeoutMs: config!.commandTimeoutMs })
+    }
+    case 'sqlite': {
+      const { sqliteBackend } = await import('@outboxkit/sqlite')
+      return sqliteBackend({ filename: config!.url, busyTimeoutMs: 10_000 })
+    }
+    default:
+      throw new Error(`[outboxkit] [reliability] unknown dialect ${JSON.stringify(target.dialect)}`)
+  }
+}
 
 async function sideEffect(message: DeliveredMessage, signal: AbortSignal): Promise<void> {
   signal.addEventListener('abort', () => {
     const reason = String((signal.reason as Error | undefined)?.message ?? signal.reason)
     void noteExplained(message.id, message.attempts, reason.includes('lease') ? 'lease-expired' : 'aborted')
   })
-  await ledgerPool.query(insertLedger, [message.id, message.attempts, pid, message.topic])
+  await ledger.execute(statements.insertLedger, [message.id, message.attempts, pid, message.topic])
 }
+
+let onSaidReady!: () => void
+const saidReady = new Promise<void>((resolve) => {
+  onSaidReady = resolve
+})
 
 const { handler } = config
 const relay = createRelay(outbox, {
-  backend: pgBackend({
-    connectionString: config.url,
-    application_name: config.applicationName,
-    commandTimeoutMs: config.commandTimeoutMs,
-    max: 4,
-  }),
+  backend: await relayBackend(),
   ...config.relay,
   handlers: {
     async work(message, { signal }) {
@@ -65,6 +102,9 @@ const relay = createRelay(outbox, {
     },
     async suicide(message, { signal }) {
       await sideEffect(message, signal)
+      // A claim can run inside relay.start() (SQLite claims synchronously): die once the parent
+      // knows the relay started, so a suicide is never taken for a failed start.
+      await saidReady
       process.kill(process.pid, 'SIGKILL')
     },
   },
@@ -85,7 +125,7 @@ relay.on('error', (e) => {
 process.on('SIGTERM', () => {
   void relay
     .stop({ graceMs: config.graceMs })
-    .then(() => ledgerPool.end())
+    .then(() => Promise.allSettled(closeAfterStop.map((close) => close())))
     .finally(() => {
       say({ type: 'stopped', pid, stats: { ...relay.stats } })
       process.exit(0)
@@ -94,3 +134,4 @@ process.on('SIGTERM', () => {
 
 await relay.start()
 say({ type: 'ready', pid })
+onSaidReady()

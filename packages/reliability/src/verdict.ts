@@ -1,6 +1,6 @@
-import { quoteIdent } from '@outboxkit/core/adapter'
-import type pg from 'pg'
 import type { LedgerTables } from './ledger.js'
+import type { LedgerDb } from './ledger-db.js'
+import { ledgerSql } from './ledger-sql.js'
 
 /**
  * What a run's tables prove, computed in SQL from the ledger (so it scales to a long soak).
@@ -41,57 +41,30 @@ export interface Verdict {
   dead: number
 }
 
-/** Computes the {@link Verdict} of a run from its tables. */
-export async function computeVerdict(pool: pg.Pool, tables: LedgerTables, topic = 'work'): Promise<Verdict> {
-  const t = {
-    outbox: quoteIdent(tables.outbox),
-    ledger: quoteIdent(tables.ledger),
-    produced: quoteIdent(tables.produced),
-    rolledBack: quoteIdent(tables.rolledBack),
-    explained: quoteIdent(tables.explained),
-  }
-  const [row] = (
-    await pool.query(
-      `WITH l AS (SELECT * FROM ${t.ledger} WHERE topic = $1),
-       r AS (
-         SELECT l.id, NOT EXISTS (SELECT 1 FROM ${t.explained} e WHERE e.id = l.id AND e.attempt = l.attempt) AS bare
-         FROM l)
-       SELECT
-         (SELECT count(*) FROM ${t.produced} WHERE topic = $1)::int AS committed,
-         (SELECT count(*) FROM ${t.rolledBack})::int AS rolled_back,
-         (SELECT count(DISTINCT id) FROM l)::int AS delivered,
-         (SELECT count(*) FROM ${t.produced} p WHERE p.topic = $1 AND NOT EXISTS (SELECT 1 FROM l WHERE l.id = p.id))::int AS lost,
-         (SELECT count(DISTINCT l.id) FROM l JOIN ${t.rolledBack} b ON b.id = l.id)::int AS phantom,
-         (SELECT count(DISTINCT l.id) FROM l WHERE NOT EXISTS (SELECT 1 FROM ${t.produced} p WHERE p.id = l.id)
-            AND NOT EXISTS (SELECT 1 FROM ${t.rolledBack} b WHERE b.id = l.id))::int AS unknown,
-         ((SELECT count(*) FROM l) - (SELECT count(DISTINCT id) FROM l))::int AS duplicates,
-         (SELECT count(*) FROM (SELECT id FROM l GROUP BY id HAVING count(*) > 1) x)::int AS duplicated_messages,
-         (SELECT count(*) FROM (SELECT id, attempt FROM l GROUP BY id, attempt HAVING count(*) > 1) x)::int AS same_attempt,
-         (SELECT COALESCE(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM r WHERE bare GROUP BY id HAVING count(*) > 1) x)::int AS unexplained,
-         (SELECT COALESCE(sum(first - 1), 0) FROM (SELECT min(attempt) AS first FROM l GROUP BY id) x)::int AS without_effect,
-         (SELECT count(*) FROM ${t.outbox} WHERE state IN ('pending', 'processing'))::int AS live,
-         (SELECT count(*) FROM ${t.outbox} WHERE state = 'dead')::int AS dead,
-         (SELECT COALESCE(json_object_agg(why, n), '{}') FROM (
-            SELECT e.why, count(*)::int AS n FROM ${t.explained} e
-            JOIN l ON l.id = e.id AND l.attempt = e.attempt GROUP BY e.why) x) AS explained`,
-      [topic],
-    )
-  ).rows as Record<string, any>[]
+/**
+ * Computes the {@link Verdict} of a run from its tables, in raw SQL on `db` (the dialect's
+ * statements are in `ledger-sql.ts`), never through the code under test.
+ */
+export async function computeVerdict(db: LedgerDb, tables: LedgerTables, topic = 'work'): Promise<Verdict> {
+  const statements = ledgerSql(db.dialect, tables)
+  const [row] = await db.query<Record<string, number | string>>(statements.verdict, [topic])
+  const reasons = await db.query<{ why: string; n: number | string }>(statements.explainedByReason, [topic])
+  const n = (k: string) => Number(row![k])
   return {
-    committed: row!.committed,
-    rolledBack: row!.rolled_back,
-    delivered: row!.delivered,
-    lost: row!.lost,
-    phantom: row!.phantom,
-    unknown: row!.unknown,
-    duplicates: row!.duplicates,
-    duplicatedMessages: row!.duplicated_messages,
-    sameAttempt: row!.same_attempt,
-    explained: row!.explained as Record<string, number>,
-    unexplained: row!.unexplained,
-    attemptsWithoutEffect: row!.without_effect,
-    live: row!.live,
-    dead: row!.dead,
+    committed: n('committed'),
+    rolledBack: n('rolled_back'),
+    delivered: n('delivered'),
+    lost: n('lost'),
+    phantom: n('phantom'),
+    unknown: n('unknown'),
+    duplicates: n('duplicates'),
+    duplicatedMessages: n('duplicated_messages'),
+    sameAttempt: n('same_attempt'),
+    explained: Object.fromEntries(reasons.map((r) => [r.why, Number(r.n)])),
+    unexplained: n('unexplained'),
+    attemptsWithoutEffect: n('without_effect'),
+    live: n('live'),
+    dead: n('dead'),
   }
 }
 

@@ -1,14 +1,16 @@
-import { testDatabaseUrl } from '@outboxkit/conformance'
-import type { Outbox } from '@outboxkit/core'
-import type pg from 'pg'
-import { quietPool } from '../../src/database.js'
+import { rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { testDatabaseUrl, testMysqlUri, uniqueTableName } from '@outboxkit/conformance'
+import type { Outbox, OutboxDialect } from '@outboxkit/core'
 import { createLedger, dropLedger, type LedgerTables, ledgerTables } from '../../src/ledger.js'
+import { type DatabaseTarget, type LedgerDb, openLedgerDb } from '../../src/ledger-db.js'
 import { RelayFleet, type RelayFleetOptions } from '../../src/relay-fleet.js'
 import type { RelayWorkerConfig } from '../../src/relay-worker-config.js'
 
-/** A run's tables, a bookkeeping pool and a fleet of relay processes, torn down by `close()`. */
+/** A run's tables, a bookkeeping connection and a fleet of relay processes, torn down by `close()`. */
 export interface FleetFixture {
-  readonly pool: pg.Pool
+  readonly db: LedgerDb
   readonly tables: LedgerTables
   readonly outbox: Outbox
   readonly fleet: RelayFleet
@@ -18,27 +20,51 @@ export interface FleetFixture {
 let runs = 0
 
 /**
- * Creates the tables of a run named after `name` and a fleet whose relays use `relay` and
- * `handler` (merged over CI-friendly defaults).
+ * The test database of `dialect`: the suite's PostgreSQL or MariaDB/MySQL server, or a fresh
+ * SQLite file (WAL) in the OS temp dir that every process of the run opens, deleted by `dispose`.
+ */
+export function testTarget(dialect: OutboxDialect, name: string): DatabaseTarget & { dispose(): void } {
+  switch (dialect) {
+    case 'postgres':
+      return { dialect, url: testDatabaseUrl(), dispose() {} }
+    case 'mysql':
+      return { dialect, url: testMysqlUri(), dispose() {} }
+    case 'sqlite': {
+      const url = join(tmpdir(), `${uniqueTableName(`okrel_${name}`)}.db`)
+      const dispose = () => {
+        for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(`${url}${suffix}`, { force: true })
+      }
+      return { dialect, url, dispose }
+    }
+    default:
+      throw new Error(`[outboxkit] [reliability] unknown dialect ${JSON.stringify(dialect)}`)
+  }
+}
+
+/**
+ * Creates the tables of a run named after `name` on the `dialect` test database and a fleet whose
+ * relays (on the matching backend) use `relay` and `handler` (merged over CI-friendly defaults).
  */
 export async function fleetFixture(
+  dialect: OutboxDialect,
   name: string,
   overrides: {
     relay?: Partial<RelayWorkerConfig['relay']>
     handler?: Partial<RelayWorkerConfig['handler']>
   } & Pick<RelayFleetOptions, 'restartOnDeath'> = {},
 ): Promise<FleetFixture> {
-  const url = testDatabaseUrl()
+  const target = testTarget(dialect, name)
   const prefix = `okrel_${name}_${process.pid}_${++runs}`
   const tables = ledgerTables(prefix)
-  const pool = quietPool({ connectionString: url, max: 8 })
-  const outbox = await createLedger(pool, tables)
+  const db = await openLedgerDb(target, { max: 8 })
+  const outbox = await createLedger(db, tables)
   const fleet = new RelayFleet({
-    pool,
+    db,
     tables,
     restartOnDeath: overrides.restartOnDeath ?? false,
     config: (n) => ({
-      url,
+      dialect,
+      url: target.url,
       tables,
       applicationName: `${prefix.slice(0, 50)}_r${n}`,
       commandTimeoutMs: 15_000,
@@ -57,14 +83,15 @@ export async function fleetFixture(
     }),
   })
   return {
-    pool,
+    db,
     tables,
     outbox,
     fleet,
     async close() {
       await fleet.stop(5_000).catch(() => {})
-      await dropLedger(pool, tables).catch(() => {})
-      await pool.end()
+      await dropLedger(db, tables).catch(() => {})
+      await db.close()
+      target.dispose()
     },
   }
 }
