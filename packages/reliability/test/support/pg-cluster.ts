@@ -16,6 +16,8 @@ export interface DedicatedCluster {
   /** `pg_ctl stop -m <mode>` (`immediate` is a crash: no checkpoint, recovery on next start). */
   stop(mode: 'fast' | 'immediate'): Promise<void>
   start(): Promise<void>
+  /** `pg_ctl restart -m <mode>`: stops (disconnecting every client) and starts again, waiting for both. */
+  restart(mode: 'fast' | 'immediate'): Promise<void>
   /** Stops (fast) and deletes the data directory. */
   destroy(): Promise<void>
 }
@@ -38,7 +40,8 @@ export async function dedicatedClusterUnavailable(): Promise<string | undefined>
   return undefined
 }
 
-async function freePort(): Promise<number> {
+/** A TCP port free on 127.0.0.1 right now (for a server the test starts). */
+export async function freePort(): Promise<number> {
   const server = net.createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as net.AddressInfo
@@ -72,12 +75,29 @@ export async function startDedicatedCluster(): Promise<DedicatedCluster> {
   const stop = async (mode: 'fast' | 'immediate') => {
     await pg('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '60', 'stop'])
   }
+  const restart = async (mode: 'fast' | 'immediate') => {
+    await pg('pg_ctl', [
+      '-D',
+      data,
+      '-o',
+      options,
+      '-l',
+      join(dir, 'log'),
+      '-m',
+      mode,
+      '-w',
+      '-t',
+      '60',
+      'restart',
+    ])
+  }
   await start()
   return {
     port,
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     stop,
     start,
+    restart,
     async destroy() {
       await stop('fast').catch(() => {})
       rmSync(dir, { recursive: true, force: true })
