@@ -35,6 +35,7 @@ export {
   settle,
   thrown,
 } from './kit/outcomes.js'
+export { describeThroughPgBouncer, pgBouncerSkipReason, pgBouncerUrl } from './kit/pooler.js'
 export { recordingPgClient } from './kit/recording.js'
 export {
   expectPublishRefused,

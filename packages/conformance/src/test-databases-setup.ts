@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import type { TestProject } from 'vitest/node'
 
 import {
@@ -31,6 +33,10 @@ declare module 'vitest' {
  * process a test spawns) inherits, so `testDatabaseUrl()` and `testMysqlUri()` read them. It also
  * `provide`s them as `testDatabases`. With no database to be had it prints the one message and
  * exits with code 1 before any test runs. Its teardown stops the containers it started.
+ *
+ * It also puts a PgBouncer in transaction mode in front of a local PostgreSQL
+ * (scripts/ensure-pgbouncer.sh) and sets `PGBOUNCER_URL` for the pooled tests; when none can be had
+ * it leaves `PGBOUNCER_URL` unset, sets `PGBOUNCER_SKIPPED` to why, and says so in one line.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const selection = await selectTestDatabases({
@@ -59,8 +65,44 @@ export default async function setup(project: TestProject): Promise<() => Promise
       )
     }
   }
+  choosePgBouncer(selection.postgres.url)
   project.provide('testDatabases', { postgres: selection.postgres.url, mysql: selection.mysql?.url ?? null })
   return async () => {
     await Promise.all(chosen.map(([, db]) => db?.stop?.()))
+  }
+}
+
+/**
+ * Sets `PGBOUNCER_URL` to a PgBouncer in transaction mode in front of `postgresUrl` (kept when
+ * already set), started by scripts/ensure-pgbouncer.sh when that server is on this machine. When
+ * none can be had (a remote server, no pgbouncer and no root or apt-get to install it), leaves it
+ * unset, sets `PGBOUNCER_SKIPPED` to the reason and prints one line: the pooled tests skip.
+ */
+function choosePgBouncer(postgresUrl: string): void {
+  if (process.env.PGBOUNCER_URL) return
+  const host = new URL(postgresUrl).hostname
+  let reason: string | undefined
+  if (!['127.0.0.1', 'localhost', '[::1]', '::1'].includes(host)) {
+    reason = `PostgreSQL is not on this machine (${host}), so no PgBouncer is started in front of it`
+  } else {
+    const script = fileURLToPath(new URL('../../../scripts/ensure-pgbouncer.sh', import.meta.url))
+    const run = spawnSync('bash', [script], {
+      env: { ...process.env, DATABASE_URL: postgresUrl },
+      encoding: 'utf8',
+      timeout: 300_000,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    const url = run.status === 0 ? run.stdout.trim().split('\n').pop() : undefined
+    if (url) process.env.PGBOUNCER_URL = url
+    else {
+      const said = run.stderr.trim().split('\n').pop()?.replace('[outboxkit] [pgbouncer] ', '')
+      reason = said || run.error?.message || `scripts/ensure-pgbouncer.sh exited with ${run.status}`
+    }
+    // What it did (installed, started): printed only when it did something.
+    if (url && run.stderr.trim()) console.log(run.stderr.trim())
+  }
+  if (reason !== undefined) {
+    process.env.PGBOUNCER_SKIPPED = reason
+    console.log(`[outboxkit] [test-databases] the PgBouncer (pooler) tests are skipped: ${reason}`)
   }
 }
