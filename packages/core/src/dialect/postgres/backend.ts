@@ -68,100 +68,116 @@ function rowsAffected(rows: Record<string, unknown>[]): number {
 }
 
 /**
- * Builds an {@link OutboxBackend} for PostgreSQL from a {@link PostgresExecutor}, using core's
- * SQL: claim with `FOR UPDATE SKIP LOCKED` and a lease, attempts at claim, dead-letter at claim,
- * fenced batched settles.
+ * Runs one statement: `what` names it in errors (an {@link OutboxError} from the driver's), `base`
+ * gives a prepared-statement name (see {@link statementName}) to drivers that cache them.
  */
-export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend {
+type PostgresRun = (
+  what: string,
+  text: string,
+  params: readonly unknown[],
+  base?: string,
+) => Promise<Record<string, unknown>[]>
+
+/** The {@link PostgresRun} of `executor`. */
+function postgresRun(executor: PostgresExecutor): PostgresRun {
   const source = executor.name
-  async function run(what: string, text: string, params: readonly unknown[], base?: string) {
+  return async (what, text, params, base) => {
     try {
       return await executor.query(text, params, base === undefined ? undefined : statementName(base, text))
     } catch (err) {
       throw toOutboxError(err, source, what)
     }
   }
-  const backend: OutboxBackend = {
-    name: source,
-    dialect: 'postgres',
-    async migrate(outbox: Outbox) {
-      try {
-        await executor.exec(postgresStatements(outbox.table).migrate)
-      } catch (err) {
-        throw toOutboxError(err, source, `migrate of table ${outbox.table.display}`)
-      }
-    },
-    async claim(req: ClaimRequest): Promise<ClaimedRow[]> {
-      const sql = postgresStatements(req.table)
-      const rows = await run(
-        'claim',
-        req.ordering ? sql.claimOrdered : sql.claim,
-        req.ordering
-          ? [req.topics, req.limit, req.leaseMs, req.maxAttempts, req.ordering.continueAfterDead]
-          : [req.topics, req.limit, req.leaseMs, req.maxAttempts],
-        req.ordering ? 'outboxkit_claim_ordered' : 'outboxkit_claim',
+}
+
+/** `claim`: one `UPDATE ... RETURNING` of the due rows (attempts, lease and dead-letter at claim). */
+function postgresClaim(run: PostgresRun): OutboxBackend['claim'] {
+  return async (req: ClaimRequest): Promise<ClaimedRow[]> => {
+    const sql = postgresStatements(req.table)
+    const rows = await run(
+      'claim',
+      req.ordering ? sql.claimOrdered : sql.claim,
+      req.ordering
+        ? [req.topics, req.limit, req.leaseMs, req.maxAttempts, req.ordering.continueAfterDead]
+        : [req.topics, req.limit, req.leaseMs, req.maxAttempts],
+      req.ordering ? 'outboxkit_claim_ordered' : 'outboxkit_claim',
+    )
+    const claimed = new Array<ClaimedRow>(rows.length)
+    for (let i = 0; i < rows.length; i++) claimed[i] = claimedRowFrom(rows[i]!)
+    return claimed
+  }
+}
+
+/** `settle`: one fenced statement for the whole batch (a DELETE when every row was delivered). */
+function postgresSettle(run: PostgresRun): OutboxBackend['settle'] {
+  return async (req: SettleRequest): Promise<string[]> => {
+    const n = req.settlements.length
+    if (n === 0) return []
+    const ids = new Array<string>(n)
+    const attempts = new Array<number>(n)
+    let allDelivered = !req.keepDelivered
+    for (let i = 0; i < n; i++) {
+      const s = req.settlements[i]!
+      ids[i] = s.id
+      attempts[i] = s.attempts
+      if (s.outcome !== 'delivered') allDelivered = false
+    }
+    const sql = postgresStatements(req.table)
+    let rows: Record<string, unknown>[]
+    if (allDelivered) {
+      // The common case: one fenced DELETE over two arrays instead of five, sent as array
+      // literals built here: ids are canonical UUID text and attempts integers, so neither needs
+      // quoting (a driver's generic array encoder quotes and escapes every element).
+      rows = await run(
+        'settle',
+        sql.settleDelivered,
+        [`{${ids.join(',')}}`, `{${attempts.join(',')}}`],
+        'outboxkit_settle_delivered',
       )
-      const claimed = new Array<ClaimedRow>(rows.length)
-      for (let i = 0; i < rows.length; i++) claimed[i] = claimedRowFrom(rows[i]!)
-      return claimed
-    },
-    async settle(req: SettleRequest): Promise<string[]> {
-      const n = req.settlements.length
-      if (n === 0) return []
-      const ids = new Array<string>(n)
-      const attempts = new Array<number>(n)
-      let allDelivered = !req.keepDelivered
+    } else {
+      const outcomes = new Array<string>(n)
+      const delays = new Array<number>(n)
+      const errors = new Array<string | null>(n)
       for (let i = 0; i < n; i++) {
         const s = req.settlements[i]!
-        ids[i] = s.id
-        attempts[i] = s.attempts
-        if (s.outcome !== 'delivered') allDelivered = false
+        outcomes[i] = s.outcome
+        delays[i] = s.outcome === 'retry' ? s.delayMs : 0
+        errors[i] = s.outcome === 'delivered' ? null : s.error
       }
-      const sql = postgresStatements(req.table)
-      let rows: Record<string, unknown>[]
-      if (allDelivered) {
-        // The common case: one fenced DELETE over two arrays instead of five, sent as array
-        // literals built here: ids are canonical UUID text and attempts integers, so neither needs
-        // quoting (a driver's generic array encoder quotes and escapes every element).
-        rows = await run(
-          'settle',
-          sql.settleDelivered,
-          [`{${ids.join(',')}}`, `{${attempts.join(',')}}`],
-          'outboxkit_settle_delivered',
-        )
-      } else {
-        const outcomes = new Array<string>(n)
-        const delays = new Array<number>(n)
-        const errors = new Array<string | null>(n)
-        for (let i = 0; i < n; i++) {
-          const s = req.settlements[i]!
-          outcomes[i] = s.outcome
-          delays[i] = s.outcome === 'retry' ? s.delayMs : 0
-          errors[i] = s.outcome === 'delivered' ? null : s.error
-        }
-        rows = await run(
-          'settle',
-          sql.settle,
-          [ids, attempts, outcomes, delays, errors, req.keepDelivered],
-          'outboxkit_settle',
-        )
-      }
-      // The statements return the ids that did NOT apply (fenced out): usually none.
-      if (rows.length === 0) return ids
-      const missed = new Set(rows.map((r) => r.id as string))
-      return ids.filter((id) => !missed.has(id))
-    },
-    async extendLease(req: ExtendLeaseRequest): Promise<string[]> {
-      if (req.rows.length === 0) return []
-      const sql = postgresStatements(req.table)
-      const rows = await run(
-        'lease extension',
-        sql.extendLease,
-        [req.rows.map((r) => r.id), req.rows.map((r) => r.attempts), req.leaseMs],
-        'outboxkit_extend',
+      rows = await run(
+        'settle',
+        sql.settle,
+        [ids, attempts, outcomes, delays, errors, req.keepDelivered],
+        'outboxkit_settle',
       )
-      return rows.map((r) => r.id as string)
-    },
+    }
+    // The statements return the ids that did NOT apply (fenced out): usually none.
+    if (rows.length === 0) return ids
+    const missed = new Set(rows.map((r) => r.id as string))
+    return ids.filter((id) => !missed.has(id))
+  }
+}
+
+/** `extendLease`: one fenced UPDATE; returns the ids it extended. */
+function postgresExtendLease(run: PostgresRun): NonNullable<OutboxBackend['extendLease']> {
+  return async (req: ExtendLeaseRequest): Promise<string[]> => {
+    if (req.rows.length === 0) return []
+    const sql = postgresStatements(req.table)
+    const rows = await run(
+      'lease extension',
+      sql.extendLease,
+      [req.rows.map((r) => r.id), req.rows.map((r) => r.attempts), req.leaseMs],
+      'outboxkit_extend',
+    )
+    return rows.map((r) => r.id as string)
+  }
+}
+
+/** The admin writes (purge, redrive, discard): one statement each, returning how many rows it changed. */
+function postgresAdminWrites(
+  run: PostgresRun,
+): Required<Pick<OutboxBackend, 'purge' | 'redrive' | 'discard'>> {
+  return {
     async purge(req: PurgeRequest): Promise<number> {
       const sql = postgresStatements(req.table)
       const rows = await run(
@@ -180,6 +196,23 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
       )
       return rowsAffected(rows)
     },
+    async discard(req: DiscardRequest): Promise<number> {
+      const sql = postgresStatements(req.table)
+      const rows = await run(
+        'discard',
+        `WITH d AS (${sql.discard} RETURNING 1) SELECT count(*)::int AS n FROM d`,
+        [req.ids ?? null, req.topics ?? null],
+      )
+      return rowsAffected(rows)
+    },
+  }
+}
+
+/** The admin reads (stats, dead letters, blocked keys): one read-only statement each. */
+function postgresListings(
+  run: PostgresRun,
+): Required<Pick<OutboxBackend, 'stats' | 'listDead' | 'blockedKeys'>> {
+  return {
     async stats(req: StatsRequest): Promise<StatsRow[]> {
       const sql = postgresStatements(req.table)
       const states = req.includeDelivered
@@ -198,15 +231,6 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
       ])
       return rows.map(deadRowFrom)
     },
-    async discard(req: DiscardRequest): Promise<number> {
-      const sql = postgresStatements(req.table)
-      const rows = await run(
-        'discard',
-        `WITH d AS (${sql.discard} RETURNING 1) SELECT count(*)::int AS n FROM d`,
-        [req.ids ?? null, req.topics ?? null],
-      )
-      return rowsAffected(rows)
-    },
     async blockedKeys(req: BlockedKeysRequest): Promise<BlockedKeyRow[]> {
       const sql = postgresStatements(req.table)
       const rows = await run('listing blocked keys', sql.blockedKeys, [
@@ -218,6 +242,32 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
       ])
       return rows.map(blockedKeyRowFrom)
     },
+  }
+}
+
+/**
+ * Builds an {@link OutboxBackend} for PostgreSQL from a {@link PostgresExecutor}, using core's
+ * SQL: claim with `FOR UPDATE SKIP LOCKED` and a lease, attempts at claim, dead-letter at claim,
+ * fenced batched settles.
+ */
+export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend {
+  const source = executor.name
+  const run = postgresRun(executor)
+  const backend: OutboxBackend = {
+    name: source,
+    dialect: 'postgres',
+    async migrate(outbox: Outbox) {
+      try {
+        await executor.exec(postgresStatements(outbox.table).migrate)
+      } catch (err) {
+        throw toOutboxError(err, source, `migrate of table ${outbox.table.display}`)
+      }
+    },
+    claim: postgresClaim(run),
+    settle: postgresSettle(run),
+    extendLease: postgresExtendLease(run),
+    ...postgresAdminWrites(run),
+    ...postgresListings(run),
     close: () => executor.close(),
   }
   if (executor.listen) {
