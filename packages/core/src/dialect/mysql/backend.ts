@@ -70,199 +70,209 @@ function deadAtClaimError(attempts: number, maxAttempts: number, previous: strin
 }
 
 /**
- * Builds an {@link OutboxBackend} for MySQL 8+ and MariaDB 10.6+ from a {@link MysqlExecutor},
- * using core's SQL. The same rules as PostgreSQL, with MySQL's means:
- * - **claim**: one short READ COMMITTED transaction: `SELECT ... FOR UPDATE SKIP LOCKED` of the due
- *   rows in `(available_at, id)` order, then one `UPDATE` that counts the attempt and writes the
- *   lease (and one that dead-letters rows that already used `maxAttempts`), `COMMIT`, return.
- * - **settle** and **extendLease**: one transaction that locks the rows still `processing` with
- *   the claimed `attempts` (the fence), then writes only those: batched, and the ids returned are
- *   exactly the ones that took effect (MySQL has no `UPDATE ... RETURNING`).
- * - **purge**, **redrive** and **discard**: one statement in a transaction of its own.
- * - **deadlocks**: a transaction (or autocommit statement) that InnoDB rolled back as a deadlock
- *   victim (`ER_LOCK_DEADLOCK`, 1213) is run again from the start, up to
- *   {@link MYSQL_DEADLOCK_ATTEMPTS} times in all with a short jittered backoff; fences are read
- *   again by each run, so they stay exact. PostgreSQL's claim and settle never report one.
- * - No `listen`: MySQL has no LISTEN/NOTIFY, so relays poll (`pollIntervalMs` is the latency).
+ * Runs `attempt` (one transaction, or one autocommit statement) again when InnoDB chose it as
+ * a deadlock victim: the server rolled all of it back, so a fresh run is safe and re-reads
+ * every fence. Anything else, or the last deadlock, becomes an {@link OutboxError}.
  */
-export function createMysqlBackend(executor: MysqlExecutor): OutboxBackend {
-  const source = executor.name
-  /**
-   * Runs `attempt` (one transaction, or one autocommit statement) again when InnoDB chose it as
-   * a deadlock victim: the server rolled all of it back, so a fresh run is safe and re-reads
-   * every fence. Anything else, or the last deadlock, becomes an {@link OutboxError}.
-   */
-  async function retryingDeadlocks<T>(what: string, attempt: () => Promise<T>): Promise<T> {
-    for (let n = 1; ; n++) {
-      try {
-        return await attempt()
-      } catch (err) {
-        if (!isMysqlDeadlock(err)) throw toMysqlOutboxError(err, source, what)
-        if (n >= MYSQL_DEADLOCK_ATTEMPTS) {
-          throw toMysqlOutboxError(
-            err,
-            source,
-            `${what} (chosen as a deadlock victim ${n} times in a row, retried after each)`,
-          )
-        }
-        await new Promise((resolve) => setTimeout(resolve, deadlockBackoffMs(n)))
+async function retryingDeadlocks<T>(source: string, what: string, attempt: () => Promise<T>): Promise<T> {
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt()
+    } catch (err) {
+      if (!isMysqlDeadlock(err)) throw toMysqlOutboxError(err, source, what)
+      if (n >= MYSQL_DEADLOCK_ATTEMPTS) {
+        throw toMysqlOutboxError(
+          err,
+          source,
+          `${what} (chosen as a deadlock victim ${n} times in a row, retried after each)`,
+        )
       }
+      await new Promise((resolve) => setTimeout(resolve, deadlockBackoffMs(n)))
     }
   }
-  function run(what: string, sql: string, params: readonly unknown[]): Promise<MysqlResult> {
-    return retryingDeadlocks(what, () => executor.query(sql, params))
-  }
-  function transaction<T>(what: string, fn: (query: MysqlQuery) => Promise<T>): Promise<T> {
-    return retryingDeadlocks(what, () => executor.transaction(fn))
-  }
+}
+
+/** How the backend runs its statements on a {@link MysqlExecutor}: each run retried after a deadlock. */
+interface MysqlRunner {
+  /** One statement outside any transaction (autocommit). */
+  run(what: string, sql: string, params: readonly unknown[]): Promise<MysqlResult>
+  /** `fn` in one READ COMMITTED transaction. */
+  transaction<T>(what: string, fn: (query: MysqlQuery) => Promise<T>): Promise<T>
   /**
    * One admin write (purge, redrive, discard) in a transaction of its own, so it commits even on
    * a pooled session with `autocommit = 0` (where a lone statement would stay uncommitted on the
    * connection), and at READ COMMITTED (no gap locks that would stall producers). Returns the
    * affected rows.
    */
-  async function write(what: string, sql: string, params: readonly unknown[]): Promise<number> {
-    return transaction(what, async (query) => (await query(sql, params)).affectedRows)
-  }
-  /** Ids among `rows` still processing with their claimed attempts, locked until commit. */
-  async function fence(
-    query: MysqlQuery,
-    table: ClaimRequest['table'],
-    rows: readonly { id: string; attempts: number }[],
-  ): Promise<Set<string>> {
-    const ids = sortedUnique(rows.map((r) => r.id))
-    const sql = mysqlStatements(table)
-    const { rows: locked } = await query(sql.lockProcessing(ids.length), ids)
-    const current = new Map(locked.map((r) => [text(r.id), num(r.attempts)]))
-    const ok = new Set<string>()
-    for (const r of rows) if (current.get(r.id) === r.attempts) ok.add(r.id)
-    return ok
-  }
+  write(what: string, sql: string, params: readonly unknown[]): Promise<number>
+}
 
+/** The {@link MysqlRunner} of `executor`. */
+function mysqlRunner(executor: MysqlExecutor): MysqlRunner {
+  const source = executor.name
+  const transaction = <T>(what: string, fn: (query: MysqlQuery) => Promise<T>): Promise<T> =>
+    retryingDeadlocks(source, what, () => executor.transaction(fn))
   return {
-    name: source,
-    dialect: 'mysql',
-    async migrate(outbox: Outbox) {
-      const sql = mysqlStatements(outbox.table)
-      for (const statement of sql.migrate(outbox.orderedTopics.size > 0))
-        await run(`migrate of table ${outbox.table.display}`, statement, [])
-    },
-    async claim(req: ClaimRequest): Promise<ClaimedRow[]> {
-      if (req.topics.length === 0 || req.limit < 1) return []
-      const sql = mysqlStatements(req.table)
-      const ordered = req.ordering !== undefined
-      const continueAfterDead = req.ordering?.continueAfterDead ?? []
-      const select = sql.claimSelect(
-        req.topics.length,
-        Math.floor(req.limit),
-        ordered ? continueAfterDead.length : undefined,
-      )
-      const params = ordered ? [...req.topics, ...continueAfterDead] : [...req.topics]
-      return transaction('claim', async (query) => {
-        const { rows } = await query(select, params)
-        if (rows.length === 0) return []
-        const live: string[] = []
-        const dead: string[] = []
-        for (const r of rows) (num(r.attempts) >= req.maxAttempts ? dead : live).push(text(r.id))
-        if (live.length > 0)
-          await query(sql.claimProcessing(live.length), [microseconds(req.leaseMs), ...live])
-        if (dead.length > 0) await query(sql.claimDead(dead.length), [req.maxAttempts, ...dead])
-        return rows.map((r): ClaimedRow => {
-          const attempts = num(r.attempts)
-          const previous = textOrNull(r.last_error)
-          const isDead = attempts >= req.maxAttempts
-          return {
-            id: text(r.id),
-            topic: text(r.topic),
-            key: textOrNull(r.key),
-            payload: text(r.payload),
-            headers: text(r.headers),
-            attempts: isDead ? attempts : attempts + 1,
-            createdAtMs: num(r.created_ms),
-            state: isDead ? 'dead' : 'processing',
-            lastError: isDead ? deadAtClaimError(attempts, req.maxAttempts, previous) : previous,
-            ...(ordered && truthy(r.ordered) ? { ordered: true } : {}),
-          }
-        })
-      })
-    },
-    async settle(req: SettleRequest): Promise<string[]> {
-      if (req.settlements.length === 0) return []
-      const sql = mysqlStatements(req.table)
-      return transaction('settle', async (query) => {
-        const ok = await fence(query, req.table, req.settlements)
-        if (ok.size === 0) return []
-        const remove: string[] = []
-        const update: unknown[][] = [[], [], []]
-        const updated: string[] = []
-        const seen = new Set<string>()
-        for (const s of req.settlements) {
-          if (!ok.has(s.id) || seen.has(s.id)) continue
-          seen.add(s.id)
-          if (s.outcome === 'delivered' && !req.keepDelivered) {
-            remove.push(s.id)
-            continue
-          }
-          updated.push(s.id)
-          update[0]!.push(s.id, s.outcome === 'retry' ? 'pending' : s.outcome)
-          update[1]!.push(s.id, s.outcome === 'retry' ? microseconds(s.delayMs) : 0)
-          update[2]!.push(s.id, s.outcome === 'delivered' ? null : s.error)
+    run: (what, sql, params) => retryingDeadlocks(source, what, () => executor.query(sql, params)),
+    transaction,
+    write: (what, sql, params) => transaction(what, async (query) => (await query(sql, params)).affectedRows),
+  }
+}
+
+/** Ids among `rows` still processing with their claimed attempts, locked until commit. */
+async function fence(
+  query: MysqlQuery,
+  table: ClaimRequest['table'],
+  rows: readonly { id: string; attempts: number }[],
+): Promise<Set<string>> {
+  const ids = sortedUnique(rows.map((r) => r.id))
+  const sql = mysqlStatements(table)
+  const { rows: locked } = await query(sql.lockProcessing(ids.length), ids)
+  const current = new Map(locked.map((r) => [text(r.id), num(r.attempts)]))
+  const ok = new Set<string>()
+  for (const r of rows) if (current.get(r.id) === r.attempts) ok.add(r.id)
+  return ok
+}
+
+/** A row of the claim's locking read as claimed: the attempt counted, or dead-lettered. */
+function claimedRow(r: Record<string, unknown>, maxAttempts: number, ordered: boolean): ClaimedRow {
+  const attempts = num(r.attempts)
+  const previous = textOrNull(r.last_error)
+  const isDead = attempts >= maxAttempts
+  return {
+    id: text(r.id),
+    topic: text(r.topic),
+    key: textOrNull(r.key),
+    payload: text(r.payload),
+    headers: text(r.headers),
+    attempts: isDead ? attempts : attempts + 1,
+    createdAtMs: num(r.created_ms),
+    state: isDead ? 'dead' : 'processing',
+    lastError: isDead ? deadAtClaimError(attempts, maxAttempts, previous) : previous,
+    ...(ordered && truthy(r.ordered) ? { ordered: true } : {}),
+  }
+}
+
+/** `claim`: the locking read of the due rows, then their lease and dead-letter writes, in one transaction. */
+function mysqlClaim(db: MysqlRunner): OutboxBackend['claim'] {
+  return async (req: ClaimRequest): Promise<ClaimedRow[]> => {
+    if (req.topics.length === 0 || req.limit < 1) return []
+    const sql = mysqlStatements(req.table)
+    const ordered = req.ordering !== undefined
+    const continueAfterDead = req.ordering?.continueAfterDead ?? []
+    const select = sql.claimSelect(
+      req.topics.length,
+      Math.floor(req.limit),
+      ordered ? continueAfterDead.length : undefined,
+    )
+    const params = ordered ? [...req.topics, ...continueAfterDead] : [...req.topics]
+    return db.transaction('claim', async (query) => {
+      const { rows } = await query(select, params)
+      if (rows.length === 0) return []
+      const live: string[] = []
+      const dead: string[] = []
+      for (const r of rows) (num(r.attempts) >= req.maxAttempts ? dead : live).push(text(r.id))
+      if (live.length > 0) await query(sql.claimProcessing(live.length), [microseconds(req.leaseMs), ...live])
+      if (dead.length > 0) await query(sql.claimDead(dead.length), [req.maxAttempts, ...dead])
+      return rows.map((r) => claimedRow(r, req.maxAttempts, ordered))
+    })
+  }
+}
+
+/** `settle`: the fence read, then one DELETE and one UPDATE of the rows it let through. */
+function mysqlSettle(db: MysqlRunner): OutboxBackend['settle'] {
+  return async (req: SettleRequest): Promise<string[]> => {
+    if (req.settlements.length === 0) return []
+    const sql = mysqlStatements(req.table)
+    return db.transaction('settle', async (query) => {
+      const ok = await fence(query, req.table, req.settlements)
+      if (ok.size === 0) return []
+      const remove: string[] = []
+      const update: unknown[][] = [[], [], []]
+      const updated: string[] = []
+      const seen = new Set<string>()
+      for (const s of req.settlements) {
+        if (!ok.has(s.id) || seen.has(s.id)) continue
+        seen.add(s.id)
+        if (s.outcome === 'delivered' && !req.keepDelivered) {
+          remove.push(s.id)
+          continue
         }
-        if (remove.length > 0) await query(sql.deleteIds(remove.length), remove)
-        if (updated.length > 0) await query(sql.settleUpdate(updated.length), [...update.flat(), ...updated])
-        return [...seen]
-      })
-    },
-    async extendLease(req: ExtendLeaseRequest): Promise<string[]> {
-      if (req.rows.length === 0) return []
-      const sql = mysqlStatements(req.table)
-      return transaction('lease extension', async (query) => {
-        const ok = [...(await fence(query, req.table, req.rows))]
-        if (ok.length > 0) await query(sql.extendLease(ok.length), [microseconds(req.leaseMs), ...ok])
-        return ok
-      })
-    },
+        updated.push(s.id)
+        update[0]!.push(s.id, s.outcome === 'retry' ? 'pending' : s.outcome)
+        update[1]!.push(s.id, s.outcome === 'retry' ? microseconds(s.delayMs) : 0)
+        update[2]!.push(s.id, s.outcome === 'delivered' ? null : s.error)
+      }
+      if (remove.length > 0) await query(sql.deleteIds(remove.length), remove)
+      if (updated.length > 0) await query(sql.settleUpdate(updated.length), [...update.flat(), ...updated])
+      return [...seen]
+    })
+  }
+}
+
+/** `extendLease`: the fence read, then one UPDATE of the rows it let through. */
+function mysqlExtendLease(db: MysqlRunner): NonNullable<OutboxBackend['extendLease']> {
+  return async (req: ExtendLeaseRequest): Promise<string[]> => {
+    if (req.rows.length === 0) return []
+    const sql = mysqlStatements(req.table)
+    return db.transaction('lease extension', async (query) => {
+      const ok = [...(await fence(query, req.table, req.rows))]
+      if (ok.length > 0) await query(sql.extendLease(ok.length), [microseconds(req.leaseMs), ...ok])
+      return ok
+    })
+  }
+}
+
+/** The admin writes (purge, redrive, discard): one statement each in a transaction of its own. */
+function mysqlAdminWrites(db: MysqlRunner): Required<Pick<OutboxBackend, 'purge' | 'redrive' | 'discard'>> {
+  return {
     async purge(req: PurgeRequest): Promise<number> {
       if (req.states.length === 0) return 0
       const sql = mysqlStatements(req.table)
       const statement = sql.purge(req.states.length)
       const params = [...req.states, microseconds(req.olderThanMs)]
-      return write('purge', statement, params)
+      return db.write('purge', statement, params)
     },
     async redrive(req: RedriveRequest): Promise<number> {
       const sql = mysqlStatements(req.table)
-      return write('redrive', sql.redrive(req.ids?.length, req.topics?.length), [
+      return db.write('redrive', sql.redrive(req.ids?.length, req.topics?.length), [
         ...(req.ids ?? []),
         ...(req.topics ?? []),
       ])
     },
+    async discard(req: DiscardRequest): Promise<number> {
+      const sql = mysqlStatements(req.table)
+      return db.write('discard', sql.discard(req.ids?.length, req.topics?.length), [
+        ...(req.ids ?? []),
+        ...(req.topics ?? []),
+      ])
+    },
+  }
+}
+
+/** The admin reads (stats, dead letters, blocked keys): one autocommit statement each. */
+function mysqlListings(db: MysqlRunner): Required<Pick<OutboxBackend, 'stats' | 'listDead' | 'blockedKeys'>> {
+  return {
     async stats(req: StatsRequest): Promise<StatsRow[]> {
       const sql = mysqlStatements(req.table)
       const states = req.includeDelivered
         ? ['pending', 'processing', 'dead', 'delivered']
         : ['pending', 'processing', 'dead']
-      const { rows } = await run('stats', sql.stats(states.length), states)
+      const { rows } = await db.run('stats', sql.stats(states.length), states)
       return rows.map(statsRowFrom)
     },
     async listDead(req: ListDeadRequest): Promise<DeadRow[]> {
       const sql = mysqlStatements(req.table)
-      const { rows } = await run(
+      const { rows } = await db.run(
         'listing dead messages',
         sql.listDead(req.topics?.length, req.after !== undefined, Math.max(1, Math.floor(req.limit))),
         [...(req.topics ?? []), ...(req.after ? [req.after.deadAtMs, req.after.deadAtMs, req.after.id] : [])],
       )
       return rows.map(deadRowFrom)
     },
-    async discard(req: DiscardRequest): Promise<number> {
-      const sql = mysqlStatements(req.table)
-      return write('discard', sql.discard(req.ids?.length, req.topics?.length), [
-        ...(req.ids ?? []),
-        ...(req.topics ?? []),
-      ])
-    },
     async blockedKeys(req: BlockedKeysRequest): Promise<BlockedKeyRow[]> {
       const sql = mysqlStatements(req.table)
-      const { rows } = await run(
+      const { rows } = await db.run(
         'listing blocked keys',
         sql.blockedKeys({
           continueAfterDead: req.continueAfterDead.length,
@@ -279,6 +289,40 @@ export function createMysqlBackend(executor: MysqlExecutor): OutboxBackend {
       )
       return rows.map(blockedKeyRowFrom)
     },
+  }
+}
+
+/**
+ * Builds an {@link OutboxBackend} for MySQL 8+ and MariaDB 10.6+ from a {@link MysqlExecutor},
+ * using core's SQL. The same rules as PostgreSQL, with MySQL's means:
+ * - **claim**: one short READ COMMITTED transaction: `SELECT ... FOR UPDATE SKIP LOCKED` of the due
+ *   rows in `(available_at, id)` order, then one `UPDATE` that counts the attempt and writes the
+ *   lease (and one that dead-letters rows that already used `maxAttempts`), `COMMIT`, return.
+ * - **settle** and **extendLease**: one transaction that locks the rows still `processing` with
+ *   the claimed `attempts` (the fence), then writes only those: batched, and the ids returned are
+ *   exactly the ones that took effect (MySQL has no `UPDATE ... RETURNING`).
+ * - **purge**, **redrive** and **discard**: one statement in a transaction of its own.
+ * - **deadlocks**: a transaction (or autocommit statement) that InnoDB rolled back as a deadlock
+ *   victim (`ER_LOCK_DEADLOCK`, 1213) is run again from the start, up to
+ *   {@link MYSQL_DEADLOCK_ATTEMPTS} times in all with a short jittered backoff; fences are read
+ *   again by each run, so they stay exact. PostgreSQL's claim and settle never report one.
+ * - No `listen`: MySQL has no LISTEN/NOTIFY, so relays poll (`pollIntervalMs` is the latency).
+ */
+export function createMysqlBackend(executor: MysqlExecutor): OutboxBackend {
+  const db = mysqlRunner(executor)
+  return {
+    name: executor.name,
+    dialect: 'mysql',
+    async migrate(outbox: Outbox) {
+      const sql = mysqlStatements(outbox.table)
+      for (const statement of sql.migrate(outbox.orderedTopics.size > 0))
+        await db.run(`migrate of table ${outbox.table.display}`, statement, [])
+    },
+    claim: mysqlClaim(db),
+    settle: mysqlSettle(db),
+    extendLease: mysqlExtendLease(db),
+    ...mysqlAdminWrites(db),
+    ...mysqlListings(db),
     close: () => executor.close(),
   }
 }
