@@ -70,6 +70,245 @@ const sleep = (ms: number) =>
     setTimeout(resolve, ms)
   })
 
+/** The `TIMEOUT` of a write that waited `waited` ms for the write lock. */
+function lockTimeout(source: string, what: string, waited: number, inTransaction: boolean): OutboxError {
+  return new OutboxError(
+    'TIMEOUT',
+    `${what} waited ${waited} ms for ${
+      inTransaction
+        ? 'the transaction open on its connection (a BEGIN kept open across an await) to end'
+        : "SQLite's write lock (another connection holds a write transaction)"
+    }. Keep write transactions short, or give the backend a longer busy timeout.`,
+    { source },
+  )
+}
+
+/**
+ * Runs `fn` holding the write lock, in a transaction of its own: retried every few ms (never
+ * blocking the event loop) while another connection holds the lock or the connection is inside
+ * someone else's transaction, up to {@link SqliteExecutor.lockTimeoutMs}. With
+ * `skipIfInTransaction`, returns {@link SKIPPED} at once instead of waiting for that transaction.
+ */
+async function withWriteLock<T>(
+  executor: SqliteExecutor,
+  what: string,
+  fn: () => T,
+  skipIfInTransaction: boolean,
+): Promise<T | typeof SKIPPED> {
+  const source = executor.name
+  const started = Date.now()
+  let timeoutMs: number | undefined
+  let pause = 1
+  let inTransaction = false
+  for (;;) {
+    try {
+      inTransaction = executor.inTransaction()
+      if (inTransaction && skipIfInTransaction) return SKIPPED
+      if (!inTransaction) return executor.immediate(fn)
+    } catch (err) {
+      if (!isSqliteBusy(err)) throw toOutboxError(err, source, what)
+    }
+    if (timeoutMs === undefined) {
+      try {
+        timeoutMs = executor.lockTimeoutMs()
+      } catch (err) {
+        throw toOutboxError(err, source, what)
+      }
+    }
+    const waited = Date.now() - started
+    if (waited >= timeoutMs) throw lockTimeout(source, what, waited, inTransaction)
+    await sleep(Math.min(pause, timeoutMs - waited))
+    pause = Math.min(pause * 2, MAX_LOCK_RETRY_MS)
+  }
+}
+
+/** How the backend runs its statements on a {@link SqliteExecutor}. */
+interface SqliteRunner {
+  /** Runs `fn` holding the write lock (see {@link withWriteLock}). */
+  locked<T>(what: string, fn: () => T, skipIfInTransaction: boolean): Promise<T | typeof SKIPPED>
+  /** Runs `fn` holding the write lock; the result, never skipped. */
+  write<T>(what: string, fn: () => T): Promise<T>
+  /** Reads outside a write transaction (WAL readers never wait for the writer). */
+  read<T>(what: string, fn: () => T): T
+  /** The rows of `statement` with named `args`. */
+  all(statement: SqliteSql, args: Record<string, unknown>): Record<string, unknown>[]
+  /** How many rows `statement` with named `args` changed. */
+  changes(statement: SqliteSql, args: Record<string, unknown>): number
+}
+
+/** The {@link SqliteRunner} of `executor`. */
+function sqliteRunner(executor: SqliteExecutor): SqliteRunner {
+  const source = executor.name
+  const locked = <T>(what: string, fn: () => T, skipIfInTransaction: boolean) =>
+    withWriteLock(executor, what, fn, skipIfInTransaction)
+  return {
+    locked,
+    write: async <T>(what: string, fn: () => T): Promise<T> => (await locked(what, fn, false)) as T,
+    read<T>(what: string, fn: () => T): T {
+      try {
+        return fn()
+      } catch (err) {
+        throw toOutboxError(err, source, what)
+      }
+    },
+    all: (statement, args) => executor.all(statement.sql, bindSqlite(statement, args)),
+    changes: (statement, args) => executor.run(statement.sql, bindSqlite(statement, args)).changes,
+  }
+}
+
+/** A list filter as a JSON text argument, `null` for no filter. */
+const list = (values: readonly string[] | undefined) => (values === undefined ? null : JSON.stringify(values))
+
+/** `claim`: one `UPDATE ... RETURNING` holding the write lock; none while the connection is in someone else's transaction. */
+function sqliteClaim(db: SqliteRunner): OutboxBackend['claim'] {
+  return async (req: ClaimRequest): Promise<ClaimedRow[]> => {
+    const sql = sqliteStatements(req.table)
+    const rows = await db.locked(
+      'claim',
+      () =>
+        req.ordering
+          ? db.all(sql.claimOrdered, {
+              topics: JSON.stringify(req.topics),
+              limit: req.limit,
+              lease_ms: Math.ceil(req.leaseMs),
+              max_attempts: req.maxAttempts,
+              continue_topics: JSON.stringify(req.ordering.continueAfterDead),
+            })
+          : db.all(sql.claim, {
+              topics: JSON.stringify(req.topics),
+              limit: req.limit,
+              lease_ms: Math.ceil(req.leaseMs),
+              max_attempts: req.maxAttempts,
+            }),
+      true,
+    )
+    if (rows === SKIPPED) return []
+    return rows.map(claimedRowFrom)
+  }
+}
+
+/** `settle`: the fenced DELETE of delivered rows and the fenced UPDATE of the others, in one transaction. */
+function sqliteSettle(db: SqliteRunner): OutboxBackend['settle'] {
+  return async (req: SettleRequest): Promise<string[]> => {
+    if (req.settlements.length === 0) return []
+    const sql = sqliteStatements(req.table)
+    let delivered = false
+    let other = req.keepDelivered
+    const settlements = JSON.stringify(
+      req.settlements.map((s) => {
+        if (s.outcome === 'delivered') delivered = true
+        else other = true
+        return [
+          s.id,
+          s.attempts,
+          s.outcome,
+          s.outcome === 'retry' ? Math.ceil(s.delayMs) : 0,
+          s.outcome === 'delivered' ? null : s.error,
+        ]
+      }),
+    )
+    return db.write('settle', () => {
+      const ids: string[] = []
+      if (delivered && !req.keepDelivered) {
+        for (const r of db.all(sql.settleDelete, { settlements })) ids.push(r.id as string)
+      }
+      if (other) {
+        for (const r of db.all(sql.settleUpdate, { settlements, keep_delivered: req.keepDelivered }))
+          ids.push(r.id as string)
+      }
+      return ids
+    })
+  }
+}
+
+/** `extendLease`: one fenced UPDATE holding the write lock. */
+function sqliteExtendLease(db: SqliteRunner): NonNullable<OutboxBackend['extendLease']> {
+  return async (req: ExtendLeaseRequest): Promise<string[]> => {
+    if (req.rows.length === 0) return []
+    const sql = sqliteStatements(req.table)
+    const rows = JSON.stringify(req.rows.map((r) => [r.id, r.attempts]))
+    return db.write('lease extension', () =>
+      db.all(sql.extendLease, { rows, lease_ms: Math.ceil(req.leaseMs) }).map((r) => r.id as string),
+    )
+  }
+}
+
+/** The admin writes (purge, redrive, discard): one statement each, holding the write lock. */
+function sqliteAdminWrites(db: SqliteRunner): Required<Pick<OutboxBackend, 'purge' | 'redrive' | 'discard'>> {
+  return {
+    async purge(req: PurgeRequest): Promise<number> {
+      const sql = sqliteStatements(req.table)
+      return db.write('purge', () =>
+        db.changes(sql.purge, { states: JSON.stringify(req.states), older_than_ms: req.olderThanMs }),
+      )
+    },
+    async redrive(req: RedriveRequest): Promise<number> {
+      const sql = sqliteStatements(req.table)
+      return db.write('redrive', () =>
+        db.changes(sql.redrive, { ids: list(req.ids), topics: list(req.topics) }),
+      )
+    },
+    async discard(req: DiscardRequest): Promise<number> {
+      const sql = sqliteStatements(req.table)
+      return db.write('discard', () =>
+        db.changes(sql.discard, { ids: list(req.ids), topics: list(req.topics) }),
+      )
+    },
+  }
+}
+
+/** The admin reads (stats, dead letters, blocked keys): one read each, outside any write transaction. */
+function sqliteListings(
+  db: SqliteRunner,
+): Required<Pick<OutboxBackend, 'stats' | 'listDead' | 'blockedKeys'>> {
+  return {
+    async stats(req: StatsRequest): Promise<StatsRow[]> {
+      const sql = sqliteStatements(req.table)
+      const states = req.includeDelivered
+        ? ['pending', 'processing', 'dead', 'delivered']
+        : ['pending', 'processing', 'dead']
+      const rows = db.read('stats', () => db.all(sql.stats, { states: JSON.stringify(states) }))
+      return rows.map(statsRowFrom)
+    },
+    async listDead(req: ListDeadRequest): Promise<DeadRow[]> {
+      const sql = sqliteStatements(req.table)
+      const rows = db.read('listing dead messages', () =>
+        db.all(sql.listDead, {
+          topics: list(req.topics),
+          limit: req.limit,
+          after_ms: req.after?.deadAtMs ?? null,
+          after_id: req.after?.id ?? null,
+        }),
+      )
+      return rows.map(deadRowFrom)
+    },
+    async blockedKeys(req: BlockedKeysRequest): Promise<BlockedKeyRow[]> {
+      const sql = sqliteStatements(req.table)
+      const rows = db.read('listing blocked keys', () =>
+        db.all(sql.blockedKeys, {
+          continue_topics: JSON.stringify(req.continueAfterDead),
+          topics: list(req.topics),
+          after_key: req.afterKey ?? null,
+          limit: req.limit,
+          include_retrying: req.includeRetrying,
+        }),
+      )
+      return rows.map(blockedKeyRowFrom)
+    },
+  }
+}
+
+/** The in-process wake: a commit of a producer in this process wakes the relays listening here. */
+async function listenInProcess(channel: string, handlers: WakeHandlers): Promise<WakeSubscription> {
+  const off = listenSqliteWake(channel, () => handlers.onWake())
+  handlers.onConnect?.()
+  return {
+    async close() {
+      off()
+    },
+  }
+}
+
 /**
  * Builds an {@link OutboxBackend} for SQLite from a {@link SqliteExecutor}, using core's SQL.
  *
@@ -85,196 +324,21 @@ const sleep = (ms: number) =>
  * right after a commit, others poll.
  */
 export function createSqliteBackend(executor: SqliteExecutor): OutboxBackend {
-  const source = executor.name
-
-  /** Runs `fn` holding the write lock, in a transaction of its own. */
-  async function locked<T>(
-    what: string,
-    fn: () => T,
-    skipIfInTransaction = false,
-  ): Promise<T | typeof SKIPPED> {
-    const started = Date.now()
-    let timeoutMs: number | undefined
-    let pause = 1
-    let inTransaction = false
-    for (;;) {
-      try {
-        inTransaction = executor.inTransaction()
-        if (inTransaction && skipIfInTransaction) return SKIPPED
-        if (!inTransaction) return executor.immediate(fn)
-      } catch (err) {
-        if (!isSqliteBusy(err)) throw toOutboxError(err, source, what)
-      }
-      if (timeoutMs === undefined) {
-        try {
-          timeoutMs = executor.lockTimeoutMs()
-        } catch (err) {
-          throw toOutboxError(err, source, what)
-        }
-      }
-      const waited = Date.now() - started
-      if (waited >= timeoutMs) {
-        throw new OutboxError(
-          'TIMEOUT',
-          `${what} waited ${waited} ms for ${
-            inTransaction
-              ? 'the transaction open on its connection (a BEGIN kept open across an await) to end'
-              : "SQLite's write lock (another connection holds a write transaction)"
-          }. Keep write transactions short, or give the backend a longer busy timeout.`,
-          { source },
-        )
-      }
-      await sleep(Math.min(pause, timeoutMs - waited))
-      pause = Math.min(pause * 2, MAX_LOCK_RETRY_MS)
-    }
-  }
-
-  /** Runs `fn` holding the write lock; the result, never skipped. */
-  async function write<T>(what: string, fn: () => T): Promise<T> {
-    return (await locked(what, fn)) as T
-  }
-
-  const all = (statement: SqliteSql, args: Record<string, unknown>) =>
-    executor.all(statement.sql, bindSqlite(statement, args))
-  const changes = (statement: SqliteSql, args: Record<string, unknown>) =>
-    executor.run(statement.sql, bindSqlite(statement, args)).changes
-  const list = (values: readonly string[] | undefined) =>
-    values === undefined ? null : JSON.stringify(values)
-  /** Reads outside a write transaction (WAL readers never wait for the writer). */
-  function read<T>(what: string, fn: () => T): T {
-    try {
-      return fn()
-    } catch (err) {
-      throw toOutboxError(err, source, what)
-    }
-  }
-
+  const db = sqliteRunner(executor)
   return {
-    name: source,
+    name: executor.name,
     dialect: 'sqlite',
     async migrate(outbox: Outbox) {
-      await write(`migrate of table ${outbox.table.display}`, () =>
+      await db.write(`migrate of table ${outbox.table.display}`, () =>
         executor.exec(sqliteStatements(outbox.table).migrate),
       )
     },
-    async claim(req: ClaimRequest): Promise<ClaimedRow[]> {
-      const sql = sqliteStatements(req.table)
-      const rows = await locked(
-        'claim',
-        () =>
-          req.ordering
-            ? all(sql.claimOrdered, {
-                topics: JSON.stringify(req.topics),
-                limit: req.limit,
-                lease_ms: Math.ceil(req.leaseMs),
-                max_attempts: req.maxAttempts,
-                continue_topics: JSON.stringify(req.ordering.continueAfterDead),
-              })
-            : all(sql.claim, {
-                topics: JSON.stringify(req.topics),
-                limit: req.limit,
-                lease_ms: Math.ceil(req.leaseMs),
-                max_attempts: req.maxAttempts,
-              }),
-        true,
-      )
-      if (rows === SKIPPED) return []
-      return rows.map(claimedRowFrom)
-    },
-    async settle(req: SettleRequest): Promise<string[]> {
-      if (req.settlements.length === 0) return []
-      const sql = sqliteStatements(req.table)
-      let delivered = false
-      let other = req.keepDelivered
-      const settlements = JSON.stringify(
-        req.settlements.map((s) => {
-          if (s.outcome === 'delivered') delivered = true
-          else other = true
-          return [
-            s.id,
-            s.attempts,
-            s.outcome,
-            s.outcome === 'retry' ? Math.ceil(s.delayMs) : 0,
-            s.outcome === 'delivered' ? null : s.error,
-          ]
-        }),
-      )
-      return write('settle', () => {
-        const ids: string[] = []
-        if (delivered && !req.keepDelivered) {
-          for (const r of all(sql.settleDelete, { settlements })) ids.push(r.id as string)
-        }
-        if (other) {
-          for (const r of all(sql.settleUpdate, { settlements, keep_delivered: req.keepDelivered }))
-            ids.push(r.id as string)
-        }
-        return ids
-      })
-    },
-    async extendLease(req: ExtendLeaseRequest): Promise<string[]> {
-      if (req.rows.length === 0) return []
-      const sql = sqliteStatements(req.table)
-      const rows = JSON.stringify(req.rows.map((r) => [r.id, r.attempts]))
-      return write('lease extension', () =>
-        all(sql.extendLease, { rows, lease_ms: Math.ceil(req.leaseMs) }).map((r) => r.id as string),
-      )
-    },
-    async purge(req: PurgeRequest): Promise<number> {
-      const sql = sqliteStatements(req.table)
-      return write('purge', () =>
-        changes(sql.purge, { states: JSON.stringify(req.states), older_than_ms: req.olderThanMs }),
-      )
-    },
-    async redrive(req: RedriveRequest): Promise<number> {
-      const sql = sqliteStatements(req.table)
-      return write('redrive', () => changes(sql.redrive, { ids: list(req.ids), topics: list(req.topics) }))
-    },
-    async stats(req: StatsRequest): Promise<StatsRow[]> {
-      const sql = sqliteStatements(req.table)
-      const states = req.includeDelivered
-        ? ['pending', 'processing', 'dead', 'delivered']
-        : ['pending', 'processing', 'dead']
-      const rows = read('stats', () => all(sql.stats, { states: JSON.stringify(states) }))
-      return rows.map(statsRowFrom)
-    },
-    async listDead(req: ListDeadRequest): Promise<DeadRow[]> {
-      const sql = sqliteStatements(req.table)
-      const rows = read('listing dead messages', () =>
-        all(sql.listDead, {
-          topics: list(req.topics),
-          limit: req.limit,
-          after_ms: req.after?.deadAtMs ?? null,
-          after_id: req.after?.id ?? null,
-        }),
-      )
-      return rows.map(deadRowFrom)
-    },
-    async discard(req: DiscardRequest): Promise<number> {
-      const sql = sqliteStatements(req.table)
-      return write('discard', () => changes(sql.discard, { ids: list(req.ids), topics: list(req.topics) }))
-    },
-    async blockedKeys(req: BlockedKeysRequest): Promise<BlockedKeyRow[]> {
-      const sql = sqliteStatements(req.table)
-      const rows = read('listing blocked keys', () =>
-        all(sql.blockedKeys, {
-          continue_topics: JSON.stringify(req.continueAfterDead),
-          topics: list(req.topics),
-          after_key: req.afterKey ?? null,
-          limit: req.limit,
-          include_retrying: req.includeRetrying,
-        }),
-      )
-      return rows.map(blockedKeyRowFrom)
-    },
-    async listen(channel: string, handlers: WakeHandlers): Promise<WakeSubscription> {
-      const off = listenSqliteWake(channel, () => handlers.onWake())
-      handlers.onConnect?.()
-      return {
-        async close() {
-          off()
-        },
-      }
-    },
+    claim: sqliteClaim(db),
+    settle: sqliteSettle(db),
+    extendLease: sqliteExtendLease(db),
+    ...sqliteAdminWrites(db),
+    ...sqliteListings(db),
+    listen: listenInProcess,
     close: () => executor.close(),
   }
 }
