@@ -5,7 +5,7 @@ import { createPublishPipeline } from '../../protocol/publish-pipeline.js'
 import type { Publisher } from '../../protocol/publisher.js'
 import type { MysqlResult } from './backend.js'
 import { toMysqlOutboxError } from './errors.js'
-import { MYSQL_MAX_ROWS_PER_INSERT, mysqlStatements } from './statements.js'
+import { MYSQL_MAX_ROWS_PER_INSERT, type MysqlStatements, mysqlStatements } from './statements.js'
 
 /** One statement of a MySQL publish, for {@link MysqlPublisherSpec.execute}. */
 export interface MysqlStatement {
@@ -59,6 +59,115 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
   return out
 }
 
+/** Runs one statement of a publish on the caller's transaction. */
+type MysqlRun = (statement: MysqlStatement) => Promise<MysqlResult>
+
+/** `err` of the upsert of ordered keys, as thrown: `INVALID_CONFIG` when the keys table does not exist. */
+function keysUpsertError(err: unknown, keysTable: string, source: string): unknown {
+  if ((err as { errno?: unknown } | null)?.errno !== ER_NO_SUCH_TABLE) return err
+  return new OutboxError(
+    'INVALID_CONFIG',
+    `ordered topics need the table ${keysTable}, which does not exist: run migrate(outbox, backend) with this outbox (it declares orderedTopics), or add mysqlOutboxDdl(outbox) to your migrations. Nothing was written.`,
+    { cause: err, source },
+  )
+}
+
+/**
+ * Per message its `seq` (null for a message of an unordered topic or without a key): the numbers
+ * reserved for each of the sorted `keys`, from `last` (the key's last number after the
+ * reservation) minus its count plus one, onwards, in the order of `messages`.
+ */
+function numberMessages(
+  outbox: Outbox,
+  messages: readonly PreparedMessage[],
+  keys: readonly string[],
+  counts: ReadonlyMap<string, number>,
+  last: ReadonlyMap<string, number>,
+  keysTable: string,
+): (number | null)[] {
+  const next = new Map<string, number>()
+  for (const k of keys) {
+    const top = last.get(stored(k))
+    if (top === undefined || !Number.isFinite(top)) {
+      throw new Error(`the ordered key ${JSON.stringify(k)} has no row in ${keysTable} after its upsert`)
+    }
+    next.set(k, top - counts.get(k)! + 1)
+  }
+  return messages.map((m) => {
+    if (!outbox.orderedTopics.has(m.topic) || m.key === null) return null
+    const n = next.get(m.key)!
+    next.set(m.key, n + 1)
+    return n
+  })
+}
+
+/**
+ * Reserves the numbers of the ordered messages: one upsert of their keys' rows in the companion
+ * table (which locks each key to commit), then one SELECT of the numbers; per message its `seq`.
+ */
+async function reserveOrderedSeqs(
+  outbox: Outbox,
+  sql: MysqlStatements,
+  messages: readonly PreparedMessage[],
+  run: MysqlRun,
+  guard: string | undefined,
+  source: string,
+): Promise<(number | null)[]> {
+  const guarded = guard !== undefined && guard !== ''
+  // Per key, how many messages of this batch; numbers are reserved by adding that count to the
+  // key's row, whose lock is held until the caller's transaction ends.
+  const counts = new Map<string, number>()
+  for (const m of messages) {
+    if (outbox.orderedTopics.has(m.topic) && m.key !== null) counts.set(m.key, (counts.get(m.key) ?? 0) + 1)
+  }
+  const keys = [...counts.keys()].sort()
+  for (const part of chunks(keys, MYSQL_MAX_ROWS_PER_INSERT)) {
+    try {
+      await run({
+        sql: sql.lockKeys(part.length, guard),
+        params: part.flatMap((k) => [k, counts.get(k)!]),
+        write: true,
+        guarded,
+      })
+    } catch (err) {
+      throw keysUpsertError(err, sql.keysTable, source)
+    }
+  }
+  const last = new Map<string, number>()
+  for (const part of chunks(keys, MYSQL_MAX_ROWS_PER_INSERT)) {
+    const { rows } = await run({ sql: sql.keySeqs(part.length), params: part, write: false, guarded: false })
+    for (const r of rows) last.set(String(r.key), Number(r.seq))
+  }
+  return numberMessages(outbox, messages, keys, counts, last, sql.keysTable)
+}
+
+/**
+ * The results of a publish whose messages have dedup keys: one locking SELECT of `(id, dedup_key)`
+ * tells which were published and the id of the existing message otherwise.
+ */
+async function dedupResults(
+  sql: MysqlStatements,
+  messages: readonly PreparedMessage[],
+  dedupKeys: readonly string[],
+  run: MysqlRun,
+): Promise<PublishResult[]> {
+  const holder = new Map<string, string>()
+  for (const part of chunks(dedupKeys, MYSQL_MAX_ROWS_PER_INSERT)) {
+    const { rows } = await run({
+      sql: sql.dedupLookup(part.length),
+      params: part,
+      write: false,
+      guarded: false,
+    })
+    for (const r of rows) holder.set(String(r.dedup_key), String(r.id))
+  }
+  return messages.map((m) => {
+    if (m.dedupKey === null) return { id: m.id, published: true }
+    const id = holder.get(stored(m.dedupKey))
+    return id === m.id ? { id, published: true } : { id: id ?? m.id, published: false }
+  })
+}
+
 /**
  * Writes `messages` on one transaction through `run`, with as few statements as MySQL allows:
  * - one INSERT (multi-row, `ON DUPLICATE KEY UPDATE id = id` so a taken `dedupKey` is a no-op)
@@ -86,59 +195,10 @@ export async function writeMysqlMessages(
   const { guard, source = 'core' } = options
   const sql = mysqlStatements(outbox.table)
   const guarded = guard !== undefined && guard !== ''
-  let seqs: (number | null)[] | undefined
-  if (outbox.orderedTopics.size > 0 && messages.some((m) => outbox.orderedTopics.has(m.topic))) {
-    // Per key, how many messages of this batch; numbers are reserved by adding that count to the
-    // key's row, whose lock is held until the caller's transaction ends.
-    const counts = new Map<string, number>()
-    for (const m of messages) {
-      if (outbox.orderedTopics.has(m.topic) && m.key !== null) counts.set(m.key, (counts.get(m.key) ?? 0) + 1)
-    }
-    const keys = [...counts.keys()].sort()
-    for (const part of chunks(keys, MYSQL_MAX_ROWS_PER_INSERT)) {
-      try {
-        await run({
-          sql: sql.lockKeys(part.length, guard),
-          params: part.flatMap((k) => [k, counts.get(k)!]),
-          write: true,
-          guarded,
-        })
-      } catch (err) {
-        if ((err as { errno?: unknown } | null)?.errno !== ER_NO_SUCH_TABLE) throw err
-        throw new OutboxError(
-          'INVALID_CONFIG',
-          `ordered topics need the table ${sql.keysTable}, which does not exist: run migrate(outbox, backend) with this outbox (it declares orderedTopics), or add mysqlOutboxDdl(outbox) to your migrations. Nothing was written.`,
-          { cause: err, source },
-        )
-      }
-    }
-    const last = new Map<string, number>()
-    for (const part of chunks(keys, MYSQL_MAX_ROWS_PER_INSERT)) {
-      const { rows } = await run({
-        sql: sql.keySeqs(part.length),
-        params: part,
-        write: false,
-        guarded: false,
-      })
-      for (const r of rows) last.set(String(r.key), Number(r.seq))
-    }
-    const next = new Map<string, number>()
-    for (const k of keys) {
-      const top = last.get(stored(k))
-      if (top === undefined || !Number.isFinite(top)) {
-        throw new Error(
-          `the ordered key ${JSON.stringify(k)} has no row in ${sql.keysTable} after its upsert`,
-        )
-      }
-      next.set(k, top - counts.get(k)! + 1)
-    }
-    seqs = messages.map((m) => {
-      if (!outbox.orderedTopics.has(m.topic) || m.key === null) return null
-      const n = next.get(m.key)!
-      next.set(m.key, n + 1)
-      return n
-    })
-  }
+  const seqs =
+    outbox.orderedTopics.size > 0 && messages.some((m) => outbox.orderedTopics.has(m.topic))
+      ? await reserveOrderedSeqs(outbox, sql, messages, run, guard, source)
+      : undefined
   const ordered = seqs !== undefined
   for (let start = 0; start < messages.length; start += MYSQL_MAX_ROWS_PER_INSERT) {
     const part = messages.slice(start, start + MYSQL_MAX_ROWS_PER_INSERT)
@@ -146,27 +206,13 @@ export async function writeMysqlMessages(
     for (let i = 0; i < part.length; i++) {
       const m = part[i]!
       params.push(m.id, m.topic, m.key, m.payload, m.headers, Math.round(m.delayMs * 1000), m.dedupKey)
-      if (ordered) params.push(seqs![start + i])
+      if (ordered) params.push(seqs[start + i])
     }
     await run({ sql: sql.insert({ rows: part.length, ordered, guard }), params, write: true, guarded })
   }
   const dedupKeys = [...new Set(messages.flatMap((m) => (m.dedupKey === null ? [] : [m.dedupKey])))]
   if (dedupKeys.length === 0) return messages.map((m) => ({ id: m.id, published: true }))
-  const holder = new Map<string, string>()
-  for (const part of chunks(dedupKeys, MYSQL_MAX_ROWS_PER_INSERT)) {
-    const { rows } = await run({
-      sql: sql.dedupLookup(part.length),
-      params: part,
-      write: false,
-      guarded: false,
-    })
-    for (const r of rows) holder.set(String(r.dedup_key), String(r.id))
-  }
-  return messages.map((m) => {
-    if (m.dedupKey === null) return { id: m.id, published: true }
-    const id = holder.get(stored(m.dedupKey))
-    return id === m.id ? { id, published: true } : { id: id ?? m.id, published: false }
-  })
+  return dedupResults(sql, messages, dedupKeys, run)
 }
 
 /** True when writing `messages` reserves numbers of ordered keys (see {@link writeMysqlMessages}). */
