@@ -1,13 +1,7 @@
 import { type OutboxBackend, OutboxError } from '@outboxkit/core'
-import {
-  assertKnownOptions,
-  createMysqlBackend,
-  type MysqlResult,
-  positiveMs,
-  toMysqlOutboxError,
-  toMysqlResult,
-} from '@outboxkit/core/adapter'
-import mysql, { type Pool, type PoolConnection, type PoolOptions } from 'mysql2/promise'
+import { assertKnownOptions, createMysqlBackend, positiveMs } from '@outboxkit/core/adapter'
+import type { Pool, PoolOptions } from 'mysql2/promise'
+import { mysql2Executor, ownedPool, SOURCE, userPool } from './pool.js'
 
 /** Options common to both forms of {@link mysqlBackend}. */
 export interface MysqlBackendCommonOptions {
@@ -38,15 +32,6 @@ export interface MysqlBackendUriOptions extends MysqlBackendCommonOptions, Omit<
 
 /** Options of {@link mysqlBackend}. */
 export type MysqlBackendOptions = MysqlBackendPoolOptions | MysqlBackendUriOptions
-
-/** mysql2's callback-style connection, as the pool's `connection` event gives it. */
-interface CoreConnection {
-  on(event: 'error', listener: () => void): void
-  query(sql: string, callback: (err: Error | null) => void): void
-}
-
-const SOURCE = 'mysql'
-const QUERY_OPTIONS = { rowsAsArray: false, nestTables: false, typeCast: true } as const
 
 function invalid(message: string): OutboxError {
   return new OutboxError('INVALID_CONFIG', message, { source: SOURCE })
@@ -120,27 +105,45 @@ void poolOptionsListed
 const POOL_FORM: readonly string[] = ['pool', ...OWN_OPTIONS]
 const URI_FORM: readonly string[] = ['uri', ...OWN_OPTIONS, ...MYSQL2_POOL_OPTIONS]
 
-function timeoutError(what: string, ms: number): OutboxError {
-  return new OutboxError(
-    'TIMEOUT',
-    `${what} did not answer within ${ms} ms (commandTimeoutMs). Check that MySQL is reachable and not locked.`,
-    { source: SOURCE },
-  )
+/** Throws `INVALID_CONFIG` unless `options` is an object of one form's options only. */
+function assertOptionNames(options: MysqlBackendOptions): void {
+  if (!options || typeof options !== 'object') {
+    throw invalid('mysqlBackend expects { pool } or { uri }.')
+  }
+  if ('pool' in options) {
+    assertKnownOptions(options, POOL_FORM, { source: SOURCE, what: 'mysqlBackend({ pool })' })
+  } else {
+    assertKnownOptions(options, URI_FORM, {
+      source: SOURCE,
+      what: 'mysqlBackend({ uri })',
+      valid: `uri, ${OWN_OPTIONS.join(', ')} and the options of mysql2's createPool (${MYSQL2_POOL_OPTIONS.join(', ')})`,
+    })
+  }
 }
 
-/** Races `promise` against `ms` (+ a little slack, so the driver's own timeout wins when it fires). */
-function deadline<T>(promise: Promise<T>, ms: number | undefined, what: string): Promise<T> {
-  if (ms === undefined) return promise
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(timeoutError(what, ms)), ms + 50)
-  })
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+/** The user's pool of `{ pool }`, as a mysql2/promise pool. */
+function givenPool(pool: Pool | undefined): Pool {
+  const given = pool as (Pool & { promise?: () => Pool; pool?: unknown }) | undefined
+  if (!given || typeof given.getConnection !== 'function') {
+    throw invalid('mysqlBackend({ pool }) needs a mysql2 pool (mysql.createPool from mysql2/promise).')
+  }
+  // A callback-style pool has promise() and no `.pool`; its promise wrapper shares its connections.
+  return typeof given.promise === 'function' && given.pool === undefined ? given.promise() : given
 }
 
-const isTimeout = (err: unknown) => toMysqlOutboxError(err, SOURCE, '').code === 'TIMEOUT'
-/** The connection cannot be trusted any more: lost, or a statement on it timed out (and may still run). */
-const isBroken = (err: unknown) => isTimeout(err) || (err as { fatal?: unknown } | undefined)?.fatal === true
+/** The config of the pool outboxkit creates for `{ uri, ...poolOptions }`. */
+function ownedPoolConfig(options: MysqlBackendUriOptions, timeoutMs: number | undefined): PoolOptions {
+  const { commandTimeoutMs: _t, uri, ...poolOptions } = options
+  if (typeof uri !== 'string' || uri.length === 0) {
+    throw invalid('mysqlBackend({ uri }) needs a connection URI like mysql://user@host:3306/database.')
+  }
+  return {
+    connectionLimit: 10,
+    ...poolOptions,
+    uri,
+    ...(timeoutMs !== undefined ? { connectTimeout: poolOptions.connectTimeout ?? timeoutMs } : {}),
+  }
+}
 
 /**
  * The relay backend for MySQL 8+ and MariaDB 10.6+ on mysql2. Give it your `pool` (it stays
@@ -156,135 +159,11 @@ const isBroken = (err: unknown) => isTimeout(err) || (err as { fatal?: unknown }
  * @throws OutboxError `INVALID_CONFIG` for invalid options.
  */
 export function mysqlBackend(options: MysqlBackendOptions): OutboxBackend {
-  if (!options || typeof options !== 'object') {
-    throw invalid('mysqlBackend expects { pool } or { uri }.')
-  }
-  if ('pool' in options) {
-    assertKnownOptions(options, POOL_FORM, { source: SOURCE, what: 'mysqlBackend({ pool })' })
-  } else {
-    assertKnownOptions(options, URI_FORM, {
-      source: SOURCE,
-      what: 'mysqlBackend({ uri })',
-      valid: `uri, ${OWN_OPTIONS.join(', ')} and the options of mysql2's createPool (${MYSQL2_POOL_OPTIONS.join(', ')})`,
-    })
-  }
+  assertOptionNames(options)
   const timeoutMs = positiveMs('commandTimeoutMs', options.commandTimeoutMs, undefined, SOURCE)
-  let userPool: Pool | undefined
-  let ownedConfig: PoolOptions | undefined
-  if ('pool' in options) {
-    const given = options.pool as (Pool & { promise?: () => Pool; pool?: unknown }) | undefined
-    if (!given || typeof given.getConnection !== 'function') {
-      throw invalid('mysqlBackend({ pool }) needs a mysql2 pool (mysql.createPool from mysql2/promise).')
-    }
-    // A callback-style pool has promise() and no `.pool`; its promise wrapper shares its connections.
-    userPool = typeof given.promise === 'function' && given.pool === undefined ? given.promise() : given
-  } else {
-    const { commandTimeoutMs: _t, uri, ...poolOptions } = options as MysqlBackendUriOptions
-    if (typeof uri !== 'string' || uri.length === 0) {
-      throw invalid('mysqlBackend({ uri }) needs a connection URI like mysql://user@host:3306/database.')
-    }
-    ownedConfig = {
-      connectionLimit: 10,
-      ...poolOptions,
-      uri,
-      ...(timeoutMs !== undefined ? { connectTimeout: poolOptions.connectTimeout ?? timeoutMs } : {}),
-    }
-  }
-  let ownedPool: Pool | undefined
-  // Connections of the owned pool whose session is READ COMMITTED already: their transactions
-  // skip the per-transaction SET (one round trip less per claim and settle). A user's pool is
-  // never changed at session level.
-  const readCommitted = new WeakSet<object>()
-  const pool = (): Pool => {
-    if (userPool) return userPool
-    if (!ownedPool) {
-      ownedPool = mysql.createPool(ownedConfig!)
-      ownedPool.on('connection', (c) => {
-        const core = c as unknown as CoreConnection
-        // An idle connection's error (server restart, killed connection) must not crash the process.
-        core.on('error', () => {})
-        core.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', (err) => {
-          if (!err) readCommitted.add(core)
-        })
-      })
-    }
-    return ownedPool
-  }
-
-  async function acquire(): Promise<PoolConnection> {
-    const pending = pool().getConnection()
-    try {
-      return await deadline(pending, timeoutMs, 'waiting for a MySQL connection')
-    } catch (err) {
-      // A connection that arrives after the deadline goes straight back to the pool.
-      pending.then(
-        (c) => c.release(),
-        () => {},
-      )
-      throw err
-    }
-  }
-
-  async function run(conn: PoolConnection, sql: string, params: readonly unknown[]): Promise<MysqlResult> {
-    const [result] = await deadline(
-      conn.query({
-        sql,
-        values: params as unknown[],
-        ...QUERY_OPTIONS,
-        ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),
-      }),
-      timeoutMs,
-      'a relay statement',
-    )
-    return toMysqlResult(result)
-  }
-
-  /** Runs `fn` on a pooled connection; a connection left broken is destroyed, never reused. */
-  async function withConnection<T>(
-    fn: (conn: PoolConnection, markBroken: () => void) => Promise<T>,
-  ): Promise<T> {
-    const conn = await acquire()
-    let broken = false
-    try {
-      return await fn(conn, () => {
-        broken = true
-      })
-    } catch (err) {
-      if (isBroken(err)) broken = true
-      throw err
-    } finally {
-      if (broken) conn.destroy()
-      else conn.release()
-    }
-  }
-
-  return createMysqlBackend({
-    name: SOURCE,
-    query: (sql, params) => withConnection((conn) => run(conn, sql, params)),
-    transaction<T>(
-      fn: (query: (sql: string, params: readonly unknown[]) => Promise<MysqlResult>) => Promise<T>,
-    ) {
-      return withConnection(async (conn, markBroken) => {
-        const core = (conn as unknown as { connection?: object }).connection
-        if (!core || !readCommitted.has(core))
-          await run(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED', [])
-        await run(conn, 'START TRANSACTION', [])
-        let result: T
-        try {
-          result = await fn((sql, params) => run(conn, sql, params))
-        } catch (err) {
-          // After a timeout the connection is destroyed instead: the server rolls back.
-          if (!isBroken(err)) await run(conn, 'ROLLBACK', []).catch(markBroken)
-          throw err
-        }
-        await run(conn, 'COMMIT', [])
-        return result
-      })
-    },
-    async close() {
-      const p = ownedPool
-      ownedPool = undefined
-      await p?.end()
-    },
-  })
+  const pools =
+    'pool' in options
+      ? userPool(givenPool(options.pool))
+      : ownedPool(ownedPoolConfig(options as MysqlBackendUriOptions, timeoutMs))
+  return createMysqlBackend(mysql2Executor(pools, timeoutMs))
 }
