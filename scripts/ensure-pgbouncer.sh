@@ -13,7 +13,8 @@
 #   (default /tmp/outboxkit-pgbouncer).
 # - pool_mode = transaction and default_pool_size = 3, smaller than the tests' concurrency, so
 #   anything session-bound (a named prepared statement, a session SET, LISTEN) shows up as a
-#   failure; ignore_startup_parameters stays at PgBouncer's default for the same reason.
+#   failure; ignore_startup_parameters stays at PgBouncer's default for the same reason. A reserve
+#   of 2 connections, for clients that waited 5 s, keeps pinned test transactions from deadlocking.
 # Exit 1, with the reason on stderr, when PgBouncer cannot be had.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -99,6 +100,10 @@ auth_file = $DIR/userlist.txt
 admin_users = postgres
 pool_mode = transaction
 default_pool_size = 3
+;; A safety net, not more capacity: a client that waited 5 s (test files running side by side,
+;; each keeping a refused transaction open until its teardown) gets one of 2 extra connections.
+reserve_pool_size = 2
+reserve_pool_timeout = 5
 max_client_conn = 2000
 pidfile = $PIDFILE
 logfile = $DIR/pgbouncer.log
