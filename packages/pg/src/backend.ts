@@ -1,5 +1,5 @@
 import { type OutboxBackend, OutboxError } from '@outboxkit/core'
-import { assertKnownOptions, createPostgresBackend, positiveMs } from '@outboxkit/core/adapter'
+import { assertKnownOptions, createPostgresBackend, formatValue, positiveMs } from '@outboxkit/core/adapter'
 import pg from 'pg'
 import { listenWithReconnect } from './listener.js'
 
@@ -11,8 +11,31 @@ export interface PgBackendCommonOptions {
    * instead of hanging until the OS gives up on TCP. Recommended. Default: none.
    */
   commandTimeoutMs?: number
-  /** Use named prepared statements for claim and settle (faster). Default `true`. */
+  /**
+   * Send claim, settle, lease extension and stats as named prepared statements (one per statement
+   * text and connection): PostgreSQL then parses and plans each once per connection. Needs a
+   * direct connection to PostgreSQL, or a pooler that tracks prepared statements (PgBouncer 1.21+
+   * with `max_prepared_statements` > 0, or session mode): through PgBouncer in transaction mode
+   * without that, they fail with `prepared statement "..." does not exist` / `already exists`.
+   * Default `false` (unnamed statements, which work through any pooler).
+   */
   preparedStatements?: boolean
+  /**
+   * A connection string used only for the relay's LISTEN connection, e.g. a direct connection to
+   * PostgreSQL while `pool` / `connectionString` go through a transaction-mode pooler (PgBouncer,
+   * Supavisor, RDS Proxy), where LISTEN cannot work. Claims, settles and the NOTIFYs of publish
+   * keep going through the pooler; only the wake-ups use this connection. Put TLS and the rest in
+   * the string (`?sslmode=require`, ...). Default: the same server as the pool.
+   */
+  listenConnectionString?: string
+  /**
+   * After each LISTEN, the backend sends a probe NOTIFY through the pool and waits this long for
+   * the listening connection to hear it. When it does not (a transaction-mode pooler hands the
+   * notification to whichever client holds the server connection), the relay is told once that
+   * LISTEN is unavailable (its `listenUnavailable` event and one warn log line) and keeps
+   * delivering by polling. In ms. Default 2000.
+   */
+  listenProbeTimeoutMs?: number
 }
 
 /** {@link pgBackend} on a pool you own: outboxkit never ends it. */
@@ -35,6 +58,8 @@ const SOURCE = 'pg'
 const OWN_OPTIONS = [
   'commandTimeoutMs',
   'preparedStatements',
+  'listenConnectionString',
+  'listenProbeTimeoutMs',
 ] as const satisfies readonly (keyof PgBackendCommonOptions)[]
 /** Every option of pg.Pool (pg 8), which {@link pgBackend} passes on to the pool it creates. */
 const PG_POOL_OPTIONS = [
@@ -106,10 +131,20 @@ function deadline<T>(promise: Promise<T>, ms: number | undefined, what: string):
  * it open) or a `connectionString` (outboxkit creates the pool lazily and ends it on close).
  * LISTEN runs on a dedicated client that reconnects by itself.
  *
+ * Works through PgBouncer in transaction mode with no option set: every statement is unnamed and
+ * autocommit (or one implicit transaction for `migrate`), with no session `SET` and no startup
+ * parameter (`commandTimeoutMs` is applied by the client and, for `migrate`, by a `SET LOCAL`).
+ * Do not pass `statement_timeout`, `lock_timeout`, `idle_in_transaction_session_timeout` or
+ * `options` to a pool that goes through PgBouncer: pg sends them as startup parameters, which it
+ * refuses. LISTEN cannot hear through such a pooler: the relay finds out with a probe NOTIFY,
+ * says so once and polls; give it `listenConnectionString` (a direct connection) for wake-ups.
+ *
  * @example
  * ```ts
  * const backend = pgBackend({ connectionString: process.env.DATABASE_URL, commandTimeoutMs: 5_000 })
  * await migrate(outbox, backend)
+ * // Behind PgBouncer in transaction mode, wake-ups on a direct connection:
+ * pgBackend({ connectionString: process.env.POOLED_URL, listenConnectionString: process.env.DIRECT_URL })
  * ```
  * @throws OutboxError `INVALID_CONFIG` for invalid options.
  */
@@ -129,7 +164,23 @@ export function pgBackend(options: PgBackendOptions): OutboxBackend {
     })
   }
   const timeoutMs = positiveMs('commandTimeoutMs', options.commandTimeoutMs, undefined, SOURCE)
-  const prepared = options.preparedStatements ?? true
+  const prepared = options.preparedStatements ?? false
+  if (typeof prepared !== 'boolean') {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `preparedStatements must be true or false, got ${formatValue(prepared)}.`,
+      { source: SOURCE },
+    )
+  }
+  const listenUrl = options.listenConnectionString
+  if (listenUrl !== undefined && (typeof listenUrl !== 'string' || listenUrl === '')) {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `listenConnectionString must be a non-empty connection string, got ${formatValue(listenUrl)}.`,
+      { source: SOURCE },
+    )
+  }
+  const probeMs = positiveMs('listenProbeTimeoutMs', options.listenProbeTimeoutMs, 2_000, SOURCE)
   const userPool = 'pool' in options ? options.pool : undefined
   if ('pool' in options && (!userPool || typeof userPool.query !== 'function')) {
     throw new OutboxError('INVALID_CONFIG', 'pgBackend({ pool }) needs a pg Pool.', { source: SOURCE })
@@ -139,6 +190,8 @@ export function pgBackend(options: PgBackendOptions): OutboxBackend {
     const {
       commandTimeoutMs: _t,
       preparedStatements: _p,
+      listenConnectionString: _l,
+      listenProbeTimeoutMs: _m,
       ...poolConfig
     } = options as PgBackendConnectionOptions
     ownedConfig = {
@@ -160,7 +213,14 @@ export function pgBackend(options: PgBackendOptions): OutboxBackend {
     return ownedPool
   }
   const clientConfig = (): pg.ClientConfig =>
-    userPool ? (userPool as unknown as { options: pg.ClientConfig }).options : ownedConfig!
+    listenUrl !== undefined
+      ? {
+          connectionString: listenUrl,
+          ...(timeoutMs !== undefined ? { connectionTimeoutMillis: timeoutMs } : {}),
+        }
+      : userPool
+        ? (userPool as unknown as { options: pg.ClientConfig }).options
+        : ownedConfig!
 
   return createPostgresBackend({
     name: SOURCE,
@@ -177,9 +237,11 @@ export function pgBackend(options: PgBackendOptions): OutboxBackend {
       )
     },
     async exec(script) {
+      // One simple query: one implicit transaction, so the SET LOCAL bounds the script on the
+      // server too (no startup parameter, nothing left on the session).
       await deadline(
         pool().query({
-          text: script,
+          text: timeoutMs ? `SET LOCAL statement_timeout = ${Math.ceil(timeoutMs * 4)};\n${script}` : script,
           ...(timeoutMs ? { query_timeout: timeoutMs * 4 } : {}),
         } as pg.QueryConfig),
         timeoutMs && timeoutMs * 4,
@@ -199,6 +261,24 @@ export function pgBackend(options: PgBackendOptions): OutboxBackend {
         },
         channel,
         handlers,
+        {
+          timeoutMs: probeMs,
+          async send(payload) {
+            await deadline(
+              pool().query({
+                text: 'SELECT pg_notify($1, $2)',
+                values: [channel, payload],
+                ...(timeoutMs !== undefined ? { query_timeout: timeoutMs } : {}),
+              } as pg.QueryConfig),
+              timeoutMs,
+              'the LISTEN probe',
+            )
+          },
+          advice:
+            listenUrl === undefined
+              ? 'give the relay a direct connection for LISTEN: pgBackend({ ..., listenConnectionString })'
+              : 'check that listenConnectionString reaches the same database as the pool, directly (not through a transaction-mode pooler)',
+        },
       )
     },
     async close() {

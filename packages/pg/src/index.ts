@@ -5,4 +5,11 @@ export {
   type PgBackendPoolOptions,
   pgBackend,
 } from './backend.js'
-export { type PgTransactionClient, publish, publishMany } from './publish.js'
+export {
+  type PgPublisher,
+  type PgPublisherOptions,
+  type PgTransactionClient,
+  pgPublisher,
+  publish,
+  publishMany,
+} from './publish.js'

@@ -1,8 +1,10 @@
 import { OutboxError } from '@outboxkit/core'
 import {
+  assertKnownOptions,
   createPostgresPublisher,
   formatValue,
   type PostgresPublishStatement,
+  type Publisher,
   statementName,
 } from '@outboxkit/core/adapter'
 import pg from 'pg'
@@ -67,16 +69,18 @@ function checkClient(handle: unknown): PgTransactionClient {
 function transactionBoundQuery(
   client: PgTransactionClient,
   statement: PostgresPublishStatement,
+  named: boolean,
   callback: (err: Error | null, res?: pg.QueryResult) => void,
 ): pg.Query {
-  // A named prepared statement (per connection, the name hashed from the text): PostgreSQL parses
-  // and plans the CTE once instead of on every publish, which measured +21 % transactions per
-  // second with 16 producers (docs/performance.md). Through PgBouncer in transaction mode this
-  // needs PgBouncer 1.21+ with max_prepared_statements > 0.
+  // Unnamed by default: pg sends Parse, Bind, Execute and Sync together, so the statement lives on
+  // whichever server connection runs it (a transaction-mode pooler may hand the next transaction
+  // another one). Named (pgPublisher({ preparedStatements: true })): PostgreSQL parses and plans
+  // the statement once per connection, which needs a direct connection or a pooler that tracks
+  // prepared statements (PgBouncer 1.21+ with max_prepared_statements > 0).
   const query = new pg.Query({
     text: statement.text,
     values: statement.values,
-    name: statementName(statement.name, statement.text),
+    ...(named ? { name: statementName(statement.name, statement.text) } : {}),
   } as pg.QueryConfig)
   const send = query.submit
   ;(query as unknown as { callback: typeof callback }).callback = callback
@@ -87,25 +91,87 @@ function transactionBoundQuery(
   return query
 }
 
-function execute(client: PgTransactionClient, statement: PostgresPublishStatement) {
-  return new Promise<Record<string, unknown>[]>((resolve, reject) => {
-    const query = transactionBoundQuery(client, statement, (err, res) =>
-      err ? reject(err) : resolve(res!.rows),
-    )
-    ;(client.query as (q: unknown) => unknown)(query)
-  })
+function executor(named: boolean) {
+  return (client: PgTransactionClient, statement: PostgresPublishStatement) =>
+    new Promise<Record<string, unknown>[]>((resolve, reject) => {
+      const query = transactionBoundQuery(client, statement, named, (err, res) =>
+        err ? reject(err) : resolve(res!.rows),
+      )
+      ;(client.query as (q: unknown) => unknown)(query)
+    })
 }
 
-const publisher = createPostgresPublisher<PgTransactionClient>({
-  name: ADAPTER,
-  checkTransaction: checkClient,
-  execute,
-})
+/** Options of {@link pgPublisher}. */
+export interface PgPublisherOptions {
+  /**
+   * Send the publish statement as a named prepared statement (one per statement text and
+   * connection): PostgreSQL then parses and plans it once per connection instead of on every
+   * publish. Needs a direct connection to PostgreSQL, or a pooler that tracks prepared statements
+   * (PgBouncer 1.21+ with `max_prepared_statements` > 0, or session mode): through PgBouncer in
+   * transaction mode without that, publishes fail with `prepared statement "..." already exists`
+   * and the transaction is lost. Default `false` (unnamed, works everywhere).
+   */
+  preparedStatements?: boolean
+}
+
+/** The `publish` and `publishMany` of {@link pgPublisher}, with the same checks and errors as {@link publish}. */
+export type PgPublisher = Publisher<PgTransactionClient>
+
+const publishers = new Map<boolean, PgPublisher>()
+
+/**
+ * `publish` and `publishMany` with options. `pgPublisher()` is the package's own
+ * {@link publish}/{@link publishMany}; `pgPublisher({ preparedStatements: true })` sends named
+ * prepared statements instead: opt in only on direct connections (or a pooler that tracks them),
+ * see {@link PgPublisherOptions.preparedStatements}.
+ *
+ * @example
+ * ```ts
+ * import { pgPublisher } from '@outboxkit/pg'
+ * // Direct connections only (no transaction-mode pooler in between).
+ * export const { publish, publishMany } = pgPublisher({ preparedStatements: true })
+ * ```
+ * @throws OutboxError `INVALID_CONFIG` for an unknown option or a `preparedStatements` that is not a boolean.
+ */
+export function pgPublisher(options: PgPublisherOptions = {}): PgPublisher {
+  if (options === null || typeof options !== 'object') {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `pgPublisher options must be an object, got ${formatValue(options)}.`,
+      {
+        source: ADAPTER,
+      },
+    )
+  }
+  assertKnownOptions(options, ['preparedStatements'], { source: ADAPTER, what: 'pgPublisher(options)' })
+  const named = options.preparedStatements ?? false
+  if (typeof named !== 'boolean') {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `preparedStatements must be true or false, got ${formatValue(named)}.`,
+      { source: ADAPTER },
+    )
+  }
+  let publisher = publishers.get(named)
+  if (!publisher) {
+    publisher = createPostgresPublisher<PgTransactionClient>({
+      name: ADAPTER,
+      checkTransaction: checkClient,
+      execute: executor(named),
+    })
+    publishers.set(named, publisher)
+  }
+  return publisher
+}
+
+const publisher = pgPublisher()
 
 /**
  * Publishes one message on a node-postgres client inside an open transaction: the INSERT (and
  * the relay's NOTIFY wake-up) run as one statement, one round trip, on that client, so the
- * message commits or rolls back with your transaction.
+ * message commits or rolls back with your transaction. The statement is unnamed (nothing is left
+ * on the server connection), so it works through PgBouncer in transaction mode; for named
+ * prepared statements on direct connections, see {@link pgPublisher}.
  *
  * The transaction check costs no round trip: it reads `client.getTransactionStatus()` (pg >= 8.21),
  * both when called and again at the moment the statement is sent.

@@ -2,7 +2,7 @@
 // backend) is INVALID_CONFIG naming it and the closest valid one, and pg.Pool's own options pass.
 import { testDatabaseUrl } from '@outboxkit/conformance'
 import { isOutboxError } from '@outboxkit/core'
-import { pgBackend } from '@outboxkit/pg'
+import { pgBackend, pgPublisher, publish, publishMany } from '@outboxkit/pg'
 import pg from 'pg'
 import { afterAll, describe, expect, test } from 'vitest'
 
@@ -45,14 +45,16 @@ describe('pgBackend options', () => {
     if (closest) expect(message).toContain(`(did you mean "${closest}"?)`)
     else expect(message).not.toContain('did you mean')
     expect(message).toContain(
-      'Valid options: commandTimeoutMs, preparedStatements and the options of pg.Pool',
+      'Valid options: commandTimeoutMs, preparedStatements, listenConnectionString, listenProbeTimeoutMs and the options of pg.Pool',
     )
   })
 
-  test('{ pool } takes only commandTimeoutMs and preparedStatements: a pool option is refused, not ignored', () => {
+  test("{ pool } takes only outboxkit's options: a pool option is refused, not ignored", () => {
     const message = refusal(() => pgBackend({ pool, max: 5 } as never))
     expect(message).toContain('unknown option "max" for pgBackend({ pool })')
-    expect(message).toContain('Valid options: commandTimeoutMs, pool, preparedStatements.')
+    expect(message).toContain(
+      'Valid options: commandTimeoutMs, listenConnectionString, listenProbeTimeoutMs, pool, preparedStatements.',
+    )
     expect(refusal(() => pgBackend({ pool, comandTimeoutMs: 1 } as never))).toContain(
       '(did you mean "commandTimeoutMs"?)',
     )
@@ -66,6 +68,38 @@ describe('pgBackend options', () => {
     }
   })
 
+  test('preparedStatements must be a boolean, listenConnectionString a non-empty string, listenProbeTimeoutMs a positive number of ms', () => {
+    for (const preparedStatements of ['false', 0, 1]) {
+      expect(refusal(() => pgBackend({ pool, preparedStatements } as never))).toContain(
+        'preparedStatements must be true or false',
+      )
+    }
+    for (const listenConnectionString of ['', 5432, {}]) {
+      expect(refusal(() => pgBackend({ connectionString, listenConnectionString } as never))).toContain(
+        'listenConnectionString must be a non-empty connection string',
+      )
+    }
+    for (const listenProbeTimeoutMs of [0, -1, '2000']) {
+      expect(refusal(() => pgBackend({ pool, listenProbeTimeoutMs } as never))).toContain(
+        'listenProbeTimeoutMs must be a finite number of milliseconds > 0',
+      )
+    }
+  })
+
+  test('pgPublisher refuses an unknown option and a preparedStatements that is not a boolean', () => {
+    expect(refusal(() => pgPublisher({ preparedStatement: true } as never))).toContain(
+      'unknown option "preparedStatement" for pgPublisher(options) (did you mean "preparedStatements"?)',
+    )
+    expect(refusal(() => pgPublisher({ preparedStatements: 'yes' } as never))).toContain(
+      'preparedStatements must be true or false',
+    )
+    expect(refusal(() => pgPublisher(null as never))).toContain('pgPublisher options must be an object')
+    // The default is the package's own publish; named statements are another pair.
+    expect(pgPublisher().publish).toBe(publish)
+    expect(pgPublisher({ preparedStatements: false }).publishMany).toBe(publishMany)
+    expect(pgPublisher({ preparedStatements: true }).publish).not.toBe(publish)
+  })
+
   test("pg.Pool's own options and outboxkit's are accepted", async () => {
     const backend = pgBackend({
       connectionString,
@@ -75,8 +109,11 @@ describe('pgBackend options', () => {
       ssl: false,
       commandTimeoutMs: 5_000,
       preparedStatements: false,
+      listenConnectionString: connectionString,
+      listenProbeTimeoutMs: 1_000,
     })
     await backend.close()
     await pgBackend({ pool, commandTimeoutMs: 5_000, preparedStatements: true }).close()
+    await pgBackend({ pool, listenConnectionString: connectionString, listenProbeTimeoutMs: 500 }).close()
   })
 })

@@ -1,0 +1,322 @@
+// @outboxkit/pg through PgBouncer 1.18 in transaction mode with a pool of 3 server connections,
+// fewer than the producers (the globalSetup starts it: scripts/ensure-pgbouncer.sh). Nothing
+// session-bound by default (issue 12 item 1): publish, the relay's statements, migrate, the
+// ordered-topic publish and commandTimeoutMs; and LISTEN behind the pooler (item 2): the probe, the
+// one listenUnavailable, and listenConnectionString. The conformance suites also run through it
+// (conformance.test.ts); these are the checks they do not make, with their negative controls.
+import {
+  collect,
+  describeThroughPgBouncer,
+  failure,
+  inPgTransaction,
+  nextEvent,
+  observeFor,
+  testDatabaseUrl,
+  uniqueTableName,
+  waitFor,
+} from '@outboxkit/conformance'
+import {
+  createRelay,
+  type DeliveredMessage,
+  defineOutbox,
+  isOutboxError,
+  type Logger,
+  migrate,
+  type Outbox,
+  type OutboxBackend,
+  type PublishFn,
+  type Relay,
+  type RelayOptions,
+} from '@outboxkit/core'
+import { type PgTransactionClient, pgBackend, pgPublisher, publish } from '@outboxkit/pg'
+import pg from 'pg'
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
+import { LISTEN_PROBE_PREFIX, listenWithReconnect } from '../src/listener.js'
+
+const PRODUCERS = 12
+
+describeThroughPgBouncer('@outboxkit/pg', (pooledUrl) => {
+  let direct: pg.Pool
+  let pooled: pg.Pool
+  const tables: string[] = []
+  const relays: Relay[] = []
+  const backends: OutboxBackend[] = []
+  const closers: (() => Promise<unknown>)[] = []
+
+  beforeAll(() => {
+    direct = new pg.Pool({ connectionString: testDatabaseUrl(), max: 4 })
+    pooled = new pg.Pool({ connectionString: pooledUrl, max: PRODUCERS + 4 })
+    for (const p of [direct, pooled]) p.on('error', () => {})
+  })
+  afterEach(async () => {
+    await Promise.all(relays.splice(0).map((r) => r.stop({ graceMs: 0 }).catch(() => {})))
+    await Promise.all(backends.splice(0).map((b) => b.close().catch(() => {})))
+    await Promise.all(closers.splice(0).map((c) => c().catch(() => {})))
+  })
+  afterAll(async () => {
+    for (const t of tables) await direct.query(`DROP TABLE IF EXISTS "${t}"`).catch(() => {})
+    await Promise.all([direct?.end(), pooled?.end()])
+  })
+
+  const backend = (options: Parameters<typeof pgBackend>[0]): OutboxBackend => {
+    const b = pgBackend(options)
+    backends.push(b)
+    return b
+  }
+  const relay = <O extends Outbox<any>>(outbox: O, options: RelayOptions<O>): Relay => {
+    const r = createRelay(outbox, options)
+    relays.push(r)
+    return r
+  }
+  /** A fresh outbox, migrated through the pooler (its DDL and advisory lock are transaction-scoped). */
+  async function outboxOn(prefix: string, options: { orderedTopics?: string[] } = {}): Promise<Outbox> {
+    const table = uniqueTableName(`pg_bouncer_${prefix}`)
+    tables.push(table)
+    const outbox = defineOutbox({ table, ...options })
+    await migrate(outbox, backend({ connectionString: pooledUrl, max: 2 }))
+    return outbox
+  }
+  const count = async (outbox: Outbox) =>
+    (await direct.query(`SELECT count(*)::int AS n FROM "${outbox.table.name}"`)).rows[0].n as number
+  /** `PRODUCERS` producers, each committing `rounds` transactions through the pooler (one message each). */
+  const produce = (outbox: Outbox, rounds: number, pub: PublishFn<PgTransactionClient> = publish) =>
+    Promise.allSettled(
+      Array.from({ length: PRODUCERS }, async (_, p) => {
+        for (let r = 0; r < rounds; r++) {
+          await inPgTransaction(pooled, async (client) => {
+            await client.query('SELECT 1')
+            await pub(outbox, client, { topic: 't', key: `k${p % 3}`, payload: { p, r } })
+          })
+        }
+      }),
+    )
+  /** Backends LISTENing on `channel`, seen directly. */
+  const listening = async (channel: string) =>
+    (
+      await direct.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = $1`, [
+        `LISTEN "${channel}"`,
+      ])
+    ).rows[0].n as number
+  /** A logger that keeps the warn lines. */
+  const warnings = (): Logger & { lines: string[] } => {
+    const lines: string[] = []
+    const none = () => {}
+    return { lines, debug: none, info: none, error: none, warn: (_fields, message) => lines.push(message) }
+  }
+
+  describe('nothing session-bound by default', () => {
+    test(`${PRODUCERS} concurrent producers, 5 transactions each, through a pool of 3: every publish commits`, async () => {
+      const outbox = await outboxOn('publish')
+      const results = await produce(outbox, 5)
+      expect(results.filter((r) => r.status === 'rejected')).toEqual([])
+      expect(await count(outbox)).toBe(PRODUCERS * 5)
+    })
+
+    test('the control: named prepared statements (pgPublisher({ preparedStatements: true })) fail through it', async () => {
+      // What publish did before, and what the pooled runs would catch if a named statement came back.
+      const outbox = await outboxOn('named')
+      const named = pgPublisher({ preparedStatements: true })
+      const results = await produce(outbox, 5, named.publish)
+      const failed = results.flatMap((r) => (r.status === 'rejected' ? [String(r.reason)] : []))
+      expect(failed.length).toBeGreaterThan(0)
+      expect(failed[0]).toMatch(/prepared statement "outboxkit_publish_\w+" (already exists|does not exist)/)
+    })
+
+    test('the control: a startup parameter (pg.Pool statement_timeout) is refused, which is why commandTimeoutMs sends none', async () => {
+      const outbox = await outboxOn('startup')
+      const refused = backend({ connectionString: pooledUrl, statement_timeout: 1_000 })
+      const { error } = await failure(() =>
+        refused.claim({ table: outbox.table, topics: ['t'], limit: 1, leaseMs: 1_000, maxAttempts: 3 }),
+      )
+      expect(String(error)).toMatch(/unsupported startup parameter/)
+    })
+
+    test('commandTimeoutMs: statements work, and a claim or migrate stuck behind a lock fails with TIMEOUT within the bound', async () => {
+      const outbox = await outboxOn('timeout')
+      const b = backend({ connectionString: pooledUrl, commandTimeoutMs: 500 })
+      const request = { table: outbox.table, topics: ['t'], limit: 100, leaseMs: 30_000, maxAttempts: 10 }
+      await migrate(outbox, b)
+      await produce(outbox, 1)
+      const claimed = await b.claim(request)
+      expect(claimed).toHaveLength(PRODUCERS)
+      const settlements = claimed.map((c) => ({
+        id: c.id,
+        attempts: c.attempts,
+        outcome: 'delivered' as const,
+      }))
+      expect(await b.settle({ table: outbox.table, settlements, keepDelivered: false })).toHaveLength(
+        PRODUCERS,
+      )
+
+      const locker = await direct.connect()
+      try {
+        await locker.query('BEGIN')
+        await locker.query(`LOCK TABLE "${outbox.table.name}" IN ACCESS EXCLUSIVE MODE`)
+        const stuck = await failure(() => b.claim(request))
+        expect(isOutboxError(stuck.error, 'TIMEOUT'), String(stuck.error)).toBe(true)
+        expect(stuck.ms).toBeLessThan(3_000)
+        const migrating = await failure(() => migrate(outbox, b))
+        expect(isOutboxError(migrating.error, 'TIMEOUT'), String(migrating.error)).toBe(true)
+      } finally {
+        await locker.query('ROLLBACK').catch(() => {})
+        locker.release()
+      }
+      expect(await b.claim(request)).toEqual([])
+    })
+
+    test('ordered topics: concurrent producers on three keys, each numbered in commit order, delivered per key in seq order', async () => {
+      const outbox = await outboxOn('ordered', { orderedTopics: ['t'] })
+      const results = await produce(outbox, 3)
+      expect(results.filter((r) => r.status === 'rejected')).toEqual([])
+      const rows = (
+        await direct.query(
+          `SELECT id::text AS id, key, seq::int AS seq, (payload->>'p')::int AS p, (payload->>'r')::int AS r
+           FROM "${outbox.table.name}" ORDER BY seq`,
+        )
+      ).rows as { id: string; key: string; seq: number; p: number; r: number }[]
+      expect(new Set(rows.map((x) => x.seq)).size).toBe(PRODUCERS * 3)
+      for (let p = 0; p < PRODUCERS; p++) {
+        // A producer's transactions commit one after another: its rounds are numbered in order.
+        expect(rows.filter((x) => x.p === p).map((x) => x.r)).toEqual([0, 1, 2])
+      }
+
+      const seen: DeliveredMessage[] = []
+      const r = relay(outbox, {
+        backend: backend({ connectionString: pooledUrl }),
+        handlers: { t: (m) => void seen.push(m) },
+        pollIntervalMs: 100,
+      })
+      await r.start()
+      await waitFor(() => seen.length === PRODUCERS * 3, { timeoutMs: 20_000, what: 'every ordered message' })
+      for (const key of ['k0', 'k1', 'k2']) {
+        expect(seen.filter((m) => m.key === key).map((m) => m.id)).toEqual(
+          rows.filter((x) => x.key === key).map((x) => x.id),
+        )
+      }
+    })
+  })
+
+  describe('LISTEN behind the pooler', () => {
+    test('a relay with no option set delivers everything by polling and says once (event and warn line) that LISTEN is unavailable', async () => {
+      const outbox = await outboxOn('poll')
+      await produce(outbox, 5)
+      const log = warnings()
+      const seen: DeliveredMessage[] = []
+      const r = relay(outbox, {
+        backend: backend({ connectionString: pooledUrl, commandTimeoutMs: 5_000, listenProbeTimeoutMs: 500 }),
+        handlers: { t: (m) => void seen.push(m) },
+        pollIntervalMs: 100,
+        logger: log,
+      })
+      const unavailable = collect(r, 'listenUnavailable')
+      await r.start()
+      const more = produce(outbox, 5) // producers keep committing while it drains
+      await waitFor(() => unavailable.length > 0, { timeoutMs: 10_000, what: 'listenUnavailable' })
+      expect((await more).filter((x) => x.status === 'rejected')).toEqual([])
+      await waitFor(() => seen.length === PRODUCERS * 10, { timeoutMs: 30_000, what: 'every message' })
+      expect(new Set(seen.map((m) => m.id)).size).toBe(PRODUCERS * 10)
+      expect(await count(outbox)).toBe(0)
+      expect(unavailable).toHaveLength(1)
+      expect(unavailable[0]!.reason).toMatch(/transaction-mode pooler/)
+      expect(unavailable[0]!.reason).toContain('pgBackend({ ..., listenConnectionString })')
+      expect(log.lines.filter((l) => l.includes('LISTEN is not available'))).toHaveLength(1)
+    })
+
+    test('with listenConnectionString (direct), a publish through the pooler wakes the relay long before a 30 s poll; nothing is reported', async () => {
+      const outbox = await outboxOn('wake')
+      const r = relay(outbox, {
+        backend: backend({
+          connectionString: pooledUrl,
+          listenConnectionString: testDatabaseUrl(),
+          listenProbeTimeoutMs: 1_000,
+        }),
+        handlers: { t: () => {} },
+        pollIntervalMs: 30_000,
+      })
+      const unavailable = collect(r, 'listenUnavailable')
+      const firstClaim = nextEvent(r, 'claimed')
+      await r.start()
+      await firstClaim
+      await waitFor(async () => (await listening(outbox.channel)) === 1, { what: 'the direct LISTEN' })
+      const delivered = nextEvent(r, 'delivered', { timeoutMs: 5_000 })
+      await produce(outbox, 1)
+      await delivered
+      await waitFor(async () => (await count(outbox)) === 0, { timeoutMs: 5_000, what: 'every message' })
+      await observeFor(1_500) // the probe's window (1 s) has passed
+      expect(unavailable).toEqual([])
+    })
+
+    test('directly (no pooler), the probe is heard and nothing is reported', async () => {
+      const outbox = await outboxOn('direct')
+      const r = relay(outbox, {
+        backend: backend({ connectionString: testDatabaseUrl(), listenProbeTimeoutMs: 1_000 }),
+        handlers: { t: () => {} },
+        pollIntervalMs: 30_000,
+      })
+      const unavailable = collect(r, 'listenUnavailable')
+      await r.start()
+      await waitFor(async () => (await listening(outbox.channel)) === 1, { what: 'the LISTEN' })
+      await observeFor(1_500)
+      expect(unavailable).toEqual([])
+    })
+
+    test("the probe's payload wakes nobody; a publish's does; through the pooler the probe is not heard and onUnavailable is called once", async () => {
+      const channel = `okt_probe_${process.pid}_${Date.now()}`
+      for (const [url, heard] of [
+        [testDatabaseUrl(), true],
+        [pooledUrl, false],
+      ] as const) {
+        const payloads: string[] = []
+        let wakes = 0
+        let connected = false
+        const unavailable: string[] = []
+        const sub = await listenWithReconnect(
+          async () => {
+            const client = new pg.Client({ connectionString: url })
+            client.on('error', () => {})
+            // Registered before the listener's own handler: sees what it sees, first.
+            client.on('notification', (n) => payloads.push(n.payload ?? ''))
+            await client.connect()
+            return client
+          },
+          channel,
+          {
+            onWake: () => wakes++,
+            onError: () => {},
+            onConnect: () => {
+              connected = true
+            },
+            onUnavailable: (reason) => unavailable.push(reason),
+          },
+          {
+            timeoutMs: 500,
+            send: async (payload) =>
+              void (await pooled.query('SELECT pg_notify($1, $2)', [channel, payload])),
+            advice: 'do what the test says',
+          },
+        )
+        closers.push(() => sub.close())
+        await waitFor(() => connected, { what: 'the LISTEN connection' })
+        if (heard) {
+          await waitFor(() => payloads.some((p) => p.startsWith(LISTEN_PROBE_PREFIX)), { what: 'the probe' })
+          await direct.query(`SELECT pg_notify($1, '')`, [channel])
+          await waitFor(() => payloads.includes(''), { what: "a publish's NOTIFY" })
+          // Delivered in commit order on one connection: the probe came first and woke nobody.
+          expect(wakes).toBe(1)
+          await observeFor(800)
+          expect(unavailable).toEqual([])
+        } else {
+          await waitFor(() => unavailable.length > 0, { what: 'onUnavailable' })
+          expect(unavailable[0]).toMatch(
+            /did not hear a probe NOTIFY on channel "okt_probe_\w+" within 500 ms/,
+          )
+          expect(unavailable[0]).toMatch(/do what the test says$/)
+          await observeFor(800)
+          expect(unavailable).toHaveLength(1)
+          expect(payloads).toEqual([])
+        }
+        await sub.close()
+      }
+    })
+  })
+})
