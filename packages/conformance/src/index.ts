@@ -35,7 +35,12 @@ export {
   settle,
   thrown,
 } from './kit/outcomes.js'
-export { describeThroughPgBouncer, pgBouncerSkipReason, pgBouncerUrl } from './kit/pooler.js'
+export {
+  describeThroughPgBouncer,
+  POSTGRES_JS_ESCAPES_THROUGH_PGBOUNCER,
+  pgBouncerSkipReason,
+  pgBouncerUrl,
+} from './kit/pooler.js'
 export { recordingPgClient } from './kit/recording.js'
 export {
   expectPublishRefused,

@@ -147,7 +147,7 @@ test('an unknown option is refused with INVALID_CONFIG, naming it and the closes
   const onSql = refusal(() => postgresJsBackend(sql, { comandTimeoutMs: 5_000 } as never))
   expect(onSql).toContain('unknown option "comandTimeoutMs" for postgresJsBackend(sql, options)')
   expect(onSql).toContain('(did you mean "commandTimeoutMs"?)')
-  expect(onSql).toContain('Valid options: commandTimeoutMs.')
+  expect(onSql).toContain('Valid options: commandTimeoutMs, listen, listenProbeTimeoutMs.')
   // postgres.js options belong to postgres(), not to the backend on your own sql.
   expect(refusal(() => postgresJsBackend(sql, { max: 2 } as never))).toContain('unknown option "max"')
   const owned = refusal(() => postgresJsBackend({ url: testDatabaseUrl(), commandTimeout: 5_000 } as never))
@@ -163,11 +163,23 @@ test('an unknown option is refused with INVALID_CONFIG, naming it and the closes
   expect(other).toContain('unknown option "connectionTimeoutMillis"')
   expect(other).not.toContain('did you mean')
   expect(other).toContain('connect_timeout')
+  // listen must be a root sql; listenProbeTimeoutMs a positive number of ms.
+  for (const listen of [testDatabaseUrl(), {}, null]) {
+    expect(refusal(() => postgresJsBackend(sql, { listen } as never))).toContain(
+      'listen must be the root sql of postgres(...)',
+    )
+  }
+  expect(refusal(() => postgresJsBackend(sql, { listenProbeTimeoutMs: 0 }))).toContain(
+    'listenProbeTimeoutMs must be a finite number of milliseconds > 0',
+  )
   // postgres() options and outboxkit's own pass.
   await postgresJsBackend({
     url: testDatabaseUrl(),
     max: 1,
     idle_timeout: 1,
     commandTimeoutMs: 5_000,
+    listen: sql,
+    listenProbeTimeoutMs: 1_000,
   }).close()
+  await postgresJsBackend(sql, { listen: sql, listenProbeTimeoutMs: 1_000 }).close()
 })

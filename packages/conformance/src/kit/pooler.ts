@@ -33,3 +33,17 @@ export function describeThroughPgBouncer(title: string, body: (url: string) => v
     () => body(url ?? ''),
   )
 }
+
+/**
+ * Why the escaped-handle checks of the publish suite cannot pass for postgres.js (and Drizzle on
+ * it) with `prepare: false` through PgBouncer 1.18 in transaction mode. postgres.js keeps no
+ * transaction state, so publish pipelines a transaction marker with a guarded INSERT and lets the
+ * database decide. A `tx` kept after its transaction ended runs them in autocommit: PgBouncer hands
+ * the server connection back to its pool at the marker's ReadyForQuery while the INSERT's
+ * Parse/Describe/Flush (postgres.js describes a parameterized statement first when it does not
+ * prepare) are already on that server, and drops the replies ("got packet '1' from server when not
+ * linked" in its log): the publish hangs instead of throwing NOT_IN_TRANSACTION. In an open
+ * transaction the server stays linked, and a direct connection is unaffected.
+ */
+export const POSTGRES_JS_ESCAPES_THROUGH_PGBOUNCER =
+  'postgres.js with prepare: false through PgBouncer 1.18: a tx kept after its transaction ended runs the pipelined marker and INSERT in autocommit, and PgBouncer drops the INSERT describe replies after the marker ends its implicit transaction (the publish hangs; see docs/operations.md, Poolers)'
