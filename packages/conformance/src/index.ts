@@ -50,6 +50,7 @@ export {
   type UnawaitedPublish,
 } from './kit/refusals.js'
 export { type FixtureOutboxOptions, messages, RelayFixture, tableSql } from './kit/relay-fixture.js'
+export { removeSqliteFile, tempSqliteFile } from './kit/sqlite-files.js'
 export {
   type PausableProxy,
   type ProxyInFile,

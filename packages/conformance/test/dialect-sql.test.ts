@@ -1,6 +1,5 @@
 // The suites trust their raw SQL: this checks it on every database of the matrix (DIALECTS),
 // through the exported inspectors, against a table made from core's own DDL for the dialect.
-import { rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { defineOutbox, outboxDdl } from '@outboxkit/core'
@@ -14,6 +13,7 @@ import {
   type OutboxSql,
   outboxSql,
   parseDialects,
+  removeSqliteFile,
   serverInspector,
   sqliteInspector,
   uniqueTableName,
@@ -61,7 +61,7 @@ describe.each(DIALECTS)('outboxSql on %s', (dialect: OutboxDialect) => {
   afterAll(async () => {
     await sql?.drop(table)
     await inspector?.close()
-    if (dialect === 'sqlite') for (const s of ['', '-wal', '-shm']) rmSync(`${file}${s}`, { force: true })
+    if (dialect === 'sqlite') removeSqliteFile(file)
   })
 
   test('insert, rows and count read back every column as written', async () => {

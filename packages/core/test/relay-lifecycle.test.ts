@@ -1,8 +1,8 @@
 // Start, stop, drain and connection ownership, run on every database of the matrix (DIALECTS).
-import { existsSync, rmSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { DIALECTS, waitFor } from '@outboxkit/conformance'
+import { DIALECTS, removeSqliteFile, waitFor } from '@outboxkit/conformance'
 import { createRelay, type DeliveredMessage, migrate } from '@outboxkit/core'
 import { pgBackend } from '@outboxkit/pg'
 import pg from 'pg'
@@ -280,7 +280,7 @@ describe.each(DIALECTS)('%s', (dialect) => {
           await relay.stop()
           expect(existsSync(`${file}-wal`)).toBe(false) // closed: SQLite removed the WAL with it
         } finally {
-          for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true })
+          removeSqliteFile(file)
         }
       })
     })

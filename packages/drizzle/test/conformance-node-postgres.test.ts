@@ -1,4 +1,4 @@
-import { serverInspector, testDatabaseUrl } from '@outboxkit/conformance'
+import { describeThroughPgBouncer, serverInspector, testDatabaseUrl } from '@outboxkit/conformance'
 import type { DrizzleTransaction } from '@outboxkit/drizzle'
 import { pgBackend } from '@outboxkit/pg'
 import { sql } from 'drizzle-orm'
@@ -6,11 +6,11 @@ import { drizzle } from 'drizzle-orm/node-postgres'
 import pg from 'pg'
 import { runDrizzleConformance } from './support/conformance.js'
 
-runDrizzleConformance<DrizzleTransaction>('drizzle (node-postgres)', async () => {
-  const pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 25 })
+const open = (url: string) => async () => {
+  const pool = new pg.Pool({ connectionString: url, max: 25 })
   const db = drizzle({ client: pool })
   // A db on a single pg.Client that the suite leaves in autocommit.
-  const client = new pg.Client({ connectionString: testDatabaseUrl() })
+  const client = new pg.Client({ connectionString: url })
   await client.connect()
   // A transaction left open in a failed state (status 'E'), released at teardown.
   let abortFailed: () => void = () => {}
@@ -47,4 +47,10 @@ runDrizzleConformance<DrizzleTransaction>('drizzle (node-postgres)', async () =>
       await pool.end()
     },
   }
+}
+runDrizzleConformance<DrizzleTransaction>('drizzle (node-postgres)', open(testDatabaseUrl()))
+
+// The same, the pg pool through PgBouncer in transaction mode.
+describeThroughPgBouncer('drizzle', (pooled) => {
+  runDrizzleConformance<DrizzleTransaction>('drizzle (node-postgres) through PgBouncer', open(pooled))
 })

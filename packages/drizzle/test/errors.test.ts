@@ -18,8 +18,8 @@ const drivers = [
   ['postgres-js', postgresJsDrizzle({ client: pjs })],
 ] as const
 type Db = (typeof drivers)[0][1]
-const table = uniqueTableName('drizzle_errors')
-const outbox = defineOutbox({ table })
+const outbox = useOutboxTable('drizzle_errors', { backend: () => pgBackend({ pool }) })
+const table = outbox.table.name
 
 const count = async (where: string) =>
   Number((await inspector.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`))[0]!.n)
@@ -29,7 +29,6 @@ afterAll(async () => {
   await pool.end()
   await pjs.end()
 })
-useOutboxTable(outbox, { inspector, backend: () => pgBackend({ pool }) })
 
 describe.each(drivers)('%s', (label, d) => {
   const db = d as Db

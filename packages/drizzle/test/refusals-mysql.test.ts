@@ -25,8 +25,11 @@ const logger = { logQuery: (q: string) => void logged.push(q) }
 const pool = mysql.createPool({ uri, connectionLimit: 8, charset: 'utf8mb4' })
 const db = drizzle({ client: pool, logger })
 let single: mysql.Connection
-const table = uniqueTableName('drizzle_mysql_refusals')
-const outbox = defineOutbox({ table })
+const outbox = useOutboxTable('drizzle_mysql_refusals', {
+  dialect: 'mysql',
+  backend: () => mysqlBackend({ pool }),
+})
+const table = outbox.table.name
 // MariaDB here: the exported publish takes the guard path; the probe (MySQL's path) is tested too.
 const paths = [
   ['guard (MariaDB)', { publish, publishMany }],
@@ -62,7 +65,6 @@ afterAll(async () => {
   await single.end()
   await pool.end()
 })
-useOutboxTable(outbox, { dialect: 'mysql', inspector, backend: () => mysqlBackend({ pool }) })
 
 describe('handles that never were a transaction', () => {
   test('the root db on a Pool and on a single connection, even inside a BEGIN run by hand', async () => {

@@ -4,7 +4,6 @@ import {
   recordingPgClient,
   serverInspector,
   testDatabaseUrl,
-  uniqueTableName,
   useOutboxTable,
 } from '@outboxkit/conformance'
 import { defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
@@ -32,8 +31,8 @@ const pool = new pg.Pool({ connectionString: url, max: 10, Client: RecordingClie
 const db = nodePgDrizzle({ client: pool })
 const pjs = postgres(url, { max: 4, onnotice: () => {}, debug: (_c, query) => void sent.push(query) })
 const pjsDb = postgresJsDrizzle({ client: pjs })
-const table = uniqueTableName('drizzle_refusals')
-const outbox = defineOutbox({ table })
+const outbox = useOutboxTable('drizzle_refusals', { backend: () => pgBackend({ pool }) })
+const table = outbox.table.name
 
 const count = async (where = 'true', params: unknown[] = []) =>
   Number((await inspector.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, params))[0]!.n)
@@ -61,7 +60,6 @@ afterAll(async () => {
   await pool.end()
   await pjs.end()
 })
-useOutboxTable(outbox, { inspector, backend: () => pgBackend({ pool }) })
 
 describe('handles that never were a transaction', () => {
   test('the root db of node-postgres (Pool and single Client) and postgres.js', async () => {

@@ -1,7 +1,4 @@
-import { rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { uniqueTableName } from '@outboxkit/conformance'
+import { removeSqliteFile, tempSqliteFile } from '@outboxkit/conformance'
 import type { DrizzleSqliteTransaction } from '@outboxkit/drizzle'
 import Database from 'better-sqlite3'
 import { sql } from 'drizzle-orm'
@@ -19,7 +16,7 @@ export interface TempDrizzleSqlite {
 
 /** A SQLite file under the OS temp dir, a Drizzle db on it, and cleanup. */
 export function tempDrizzleSqlite(prefix: string): TempDrizzleSqlite {
-  const file = join(tmpdir(), `${uniqueTableName(prefix)}.db`)
+  const file = tempSqliteFile(prefix)
   const opened: Database.Database[] = []
   const open = () => {
     const client = new Database(file)
@@ -37,7 +34,7 @@ export function tempDrizzleSqlite(prefix: string): TempDrizzleSqlite {
     open,
     cleanup() {
       for (const c of opened) if (c.open) c.close()
-      for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(`${file}${suffix}`, { force: true })
+      removeSqliteFile(file)
     },
   }
 }

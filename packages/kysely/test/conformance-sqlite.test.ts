@@ -1,7 +1,4 @@
-import { rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { sqliteInspector, uniqueTableName } from '@outboxkit/conformance'
+import { removeSqliteFile, sqliteInspector, tempSqliteFile } from '@outboxkit/conformance'
 import { sqliteBackend } from '@outboxkit/sqlite'
 import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect } from 'kysely'
@@ -13,10 +10,7 @@ import { endedControlledTransactions, runKyselyConformance } from './support/con
  * style's (with savepoints) has a connection of its own to the file.
  */
 runKyselyConformance('SQLite', ['Transaction', 'ControlledTransaction'], async (style) => {
-  const file = join(
-    tmpdir(),
-    `${uniqueTableName(style === 'Transaction' ? 'kysely_sqlite' : 'kysely_sqlite_ctl')}.db`,
-  )
+  const file = tempSqliteFile(style === 'Transaction' ? 'kysely_sqlite' : 'kysely_sqlite_ctl')
   const database = new Database(file)
   database.pragma('journal_mode = WAL')
   database.pragma('busy_timeout = 10000')
@@ -46,7 +40,7 @@ runKyselyConformance('SQLite', ['Transaction', 'ControlledTransaction'], async (
       if (style === 'ControlledTransaction') await backend.close()
       await inspector.close()
       await db.destroy()
-      for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true })
+      removeSqliteFile(file)
     },
   }
 })

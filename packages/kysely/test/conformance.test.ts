@@ -1,13 +1,13 @@
-import { serverInspector, testDatabaseUrl } from '@outboxkit/conformance'
+import { describeThroughPgBouncer, serverInspector, testDatabaseUrl } from '@outboxkit/conformance'
 import { pgBackend } from '@outboxkit/pg'
 import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
-import { heldConnection, runKyselyConformance } from './support/conformance.js'
+import { heldConnection, type KyselyDatabase, runKyselyConformance } from './support/conformance.js'
 
 // The callback style: db.transaction().execute(async (trx) => ...). Kysely's Transaction has no
 // savepoints (see conformance-controlled.test.ts for those).
-runKyselyConformance(undefined, ['Transaction'], async () => {
-  const pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 25 })
+const open = (url: string) => async (): Promise<KyselyDatabase> => {
+  const pool = new pg.Pool({ connectionString: url, max: 25 })
   const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) })
   const inspector = serverInspector()
   // A db.connection() handle kept open until teardown.
@@ -30,4 +30,10 @@ runKyselyConformance(undefined, ['Transaction'], async () => {
       await db.destroy()
     },
   }
+}
+runKyselyConformance(undefined, ['Transaction'], open(testDatabaseUrl()))
+
+// The same, the pg pool through PgBouncer in transaction mode.
+describeThroughPgBouncer('kysely', (pooled) => {
+  runKyselyConformance('through PgBouncer', ['Transaction'], open(pooled))
 })

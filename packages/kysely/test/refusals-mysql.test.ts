@@ -5,8 +5,9 @@ import {
   settle,
   testMysqlUri,
   uniqueTableName,
+  useOutboxTable,
 } from '@outboxkit/conformance'
-import { defineOutbox, isOutboxError, migrate, type Outbox } from '@outboxkit/core'
+import { isOutboxError } from '@outboxkit/core'
 import { publish, publishMany } from '@outboxkit/kysely'
 import { mysqlBackend } from '@outboxkit/mysql'
 import {
@@ -18,7 +19,7 @@ import {
   type Transaction,
 } from 'kysely'
 import { createPool, type PoolOptions } from 'mysql2'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { afterAll, describe, expect, test } from 'vitest'
 import { expectPluginsIgnored, expectRacingCommitRefused, REFUSAL_PREFIX } from './support/refusals.js'
 
 // Kysely on MariaDB through mysql2, as an application sets it up.
@@ -28,8 +29,12 @@ const kysely = (options: PoolOptions = {}) =>
     dialect: new MysqlDialect({ pool: createPool({ uri: testMysqlUri(), connectionLimit: 10, ...options }) }),
   })
 const db = kysely()
-let outbox: Outbox
-let table: string
+const outbox = useOutboxTable('kysely_mysql_refusals', {
+  dialect: 'mysql',
+  backend: () => mysqlBackend({ uri: testMysqlUri(), connectionLimit: 2 }),
+  closeBackend: true,
+})
+const table = outbox.table.name
 
 const count = async (topic: string) =>
   Number((await inspector.query(`SELECT COUNT(*) AS n FROM \`${table}\` WHERE topic = ?`, [topic]))[0]!.n)
@@ -47,14 +52,7 @@ const questions = async (trx: Transaction<any>) =>
       .rows[0]!.Value,
   )
 
-beforeAll(async () => {
-  table = uniqueTableName('kysely_mysql_refusals')
-  outbox = defineOutbox({ table })
-  await migrate(outbox, mysqlBackend({ uri: testMysqlUri(), connectionLimit: 2 }))
-})
 afterAll(async () => {
-  await inspector.query(`DROP TABLE IF EXISTS \`${table}\``)
-  await inspector.query(`DROP TABLE IF EXISTS \`${table}_keys\``)
   await inspector.close()
   await db.destroy()
 })

@@ -1,7 +1,10 @@
-import { rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { expectOutboxError, settle, uniqueTableName } from '@outboxkit/conformance'
+import {
+  expectOutboxError,
+  removeSqliteFile,
+  settle,
+  tempSqliteFile,
+  uniqueTableName,
+} from '@outboxkit/conformance'
 import { defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
 import { publish, publishMany } from '@outboxkit/kysely'
 import { sqliteBackend } from '@outboxkit/sqlite'
@@ -10,7 +13,7 @@ import { CamelCasePlugin, Kysely, SqliteDialect, type Transaction } from 'kysely
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { expectPluginsIgnored, expectRacingCommitRefused } from './support/refusals.js'
 
-const file = join(tmpdir(), `${uniqueTableName('kysely_sqlite_refusals')}.db`)
+const file = tempSqliteFile('kysely_sqlite_refusals')
 const database = new Database(file)
 database.pragma('journal_mode = WAL')
 // Every statement the dialect prepares, so a test can assert what publish sent.
@@ -32,7 +35,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await db.destroy()
-  for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true })
+  removeSqliteFile(file)
 })
 
 describe("Kysely's own state, as on PostgreSQL", () => {

@@ -4,9 +4,9 @@ import {
   recordingPgClient,
   serverInspector,
   testDatabaseUrl,
-  uniqueTableName,
+  useOutboxTable,
 } from '@outboxkit/conformance'
-import { defineOutbox, isOutboxError, migrate, type Outbox } from '@outboxkit/core'
+import { isOutboxError } from '@outboxkit/core'
 import { publish, publishMany } from '@outboxkit/kysely'
 import { pgBackend } from '@outboxkit/pg'
 import {
@@ -18,7 +18,7 @@ import {
   type Transaction,
 } from 'kysely'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { afterAll, describe, expect, test } from 'vitest'
 import { expectPluginsIgnored, expectRacingCommitRefused, REFUSAL_PREFIX } from './support/refusals.js'
 
 // Every statement node-postgres is asked to send, so a test can assert publish sent nothing.
@@ -31,8 +31,8 @@ const pool = new pg.Pool({
   Client: recordingPgClient(sent),
 })
 const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) })
-let outbox: Outbox
-let table: string
+const outbox = useOutboxTable('kysely_refusals', { backend: () => pgBackend({ pool }) })
+const table = outbox.table.name
 
 const count = async (where = 'true', params: unknown[] = []) =>
   Number((await inspector.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, params))[0]!.n)
@@ -48,13 +48,7 @@ async function expectRefused(handle: unknown, mentions: RegExp): Promise<void> {
   expect(await count()).toBe(before)
 }
 
-beforeAll(async () => {
-  table = uniqueTableName('kysely_refusals')
-  outbox = defineOutbox({ table })
-  await migrate(outbox, pgBackend({ pool }))
-})
 afterAll(async () => {
-  await inspector.query(`DROP TABLE IF EXISTS ${table}`)
   await inspector.close()
   await db.destroy()
 })

@@ -1,7 +1,10 @@
-import { rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { mysqlInspector, testMysqlUri, uniqueTableName } from '@outboxkit/conformance'
+import {
+  mysqlInspector,
+  removeSqliteFile,
+  tempSqliteFile,
+  testMysqlUri,
+  uniqueTableName,
+} from '@outboxkit/conformance'
 import { defineOutbox } from '@outboxkit/core'
 import { mysqlOutboxDdl, sqliteOutboxDdl } from '@outboxkit/core/adapter'
 import { type MysqlOutboxTable, publish, type SqliteOutboxTable } from '@outboxkit/kysely'
@@ -59,7 +62,7 @@ test('MySQL: a Kysely migration runs mysqlOutboxDdl, and MysqlOutboxTable types 
 })
 
 test('SQLite: sqliteOutboxDdl through the connection, and SqliteOutboxTable types the rows better-sqlite3 returns', async () => {
-  const file = join(tmpdir(), `${uniqueTableName('kysely_sqlite_schema')}.db`)
+  const file = tempSqliteFile('kysely_sqlite_schema')
   const database = new Database(file)
   const outbox = defineOutbox({ table: 'outbox' })
   const db = new Kysely<{ outbox: SqliteOutboxTable }>({ dialect: new SqliteDialect({ database }) })
@@ -82,6 +85,6 @@ test('SQLite: sqliteOutboxDdl through the connection, and SqliteOutboxTable type
     expect(row.seq).toBeNull()
   } finally {
     await db.destroy()
-    for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true })
+    removeSqliteFile(file)
   }
 })

@@ -1,4 +1,4 @@
-import { serverInspector, testDatabaseUrl } from '@outboxkit/conformance'
+import { describeThroughPgBouncer, serverInspector, testDatabaseUrl } from '@outboxkit/conformance'
 import { pgBackend } from '@outboxkit/pg'
 import { PrismaPg } from '@prisma/adapter-pg'
 import pg from 'pg'
@@ -8,10 +8,10 @@ import { loadPrismaClient } from './support/prisma-client.js'
 // Generated (when missing) while the file is collected, outside any hook timeout.
 const { PrismaClient } = await loadPrismaClient()
 
-runPrismaConformance(undefined, async () => {
-  const relayPool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 5 })
+const open = (url: string) => async () => {
+  const relayPool = new pg.Pool({ connectionString: url, max: 5 })
   return {
-    prisma: new PrismaClient({ adapter: new PrismaPg({ connectionString: testDatabaseUrl(), max: 25 }) }),
+    prisma: new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: 25 }) }),
     backend: pgBackend({ pool: relayPool }),
     inspector: serverInspector(),
     otherHandles: [
@@ -20,4 +20,10 @@ runPrismaConformance(undefined, async () => {
     ],
     cleanup: () => relayPool.end(),
   }
+}
+runPrismaConformance(undefined, open(testDatabaseUrl()))
+
+// The same, Prisma's pg adapter and the relay's pool through PgBouncer in transaction mode.
+describeThroughPgBouncer('prisma', (pooled) => {
+  runPrismaConformance('prisma through PgBouncer', open(pooled))
 })

@@ -1,7 +1,4 @@
-import { rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { uniqueTableName } from '@outboxkit/conformance'
+import { removeSqliteFile, tempSqliteFile } from '@outboxkit/conformance'
 import Database from 'better-sqlite3'
 
 export { nextEvent } from '@outboxkit/conformance'
@@ -17,7 +14,7 @@ export interface TempDatabase {
 
 /** Creates a {@link TempDatabase}. */
 export function tempDatabase(prefix = 'sqlite'): TempDatabase {
-  const file = join(tmpdir(), `${uniqueTableName(prefix)}.db`)
+  const file = tempSqliteFile(prefix)
   const opened: Database.Database[] = []
   return {
     file,
@@ -29,7 +26,7 @@ export function tempDatabase(prefix = 'sqlite'): TempDatabase {
     },
     cleanup() {
       for (const db of opened) if (db.open) db.close()
-      for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(`${file}${suffix}`, { force: true })
+      removeSqliteFile(file)
     },
   }
 }

@@ -1,7 +1,4 @@
-import { rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { serialQueue, sqliteInspector, uniqueTableName } from '@outboxkit/conformance'
+import { removeSqliteFile, serialQueue, sqliteInspector, tempSqliteFile } from '@outboxkit/conformance'
 import { sqliteBackend } from '@outboxkit/sqlite'
 import type Database from 'better-sqlite3'
 import { DataSource } from 'typeorm'
@@ -15,10 +12,7 @@ import { endedHandles, queryRunners, runTypeormConformance } from './support/con
  * QueryRunner run's relay has a connection of its own to the file.
  */
 runTypeormConformance('better-sqlite3', async (style) => {
-  const file = join(
-    tmpdir(),
-    `${uniqueTableName(style === 'EntityManager' ? 'typeorm_sqlite' : 'typeorm_sqlite_qr')}.db`,
-  )
+  const file = tempSqliteFile(style === 'EntityManager' ? 'typeorm_sqlite' : 'typeorm_sqlite_qr')
   const dataSource = new DataSource({
     type: 'better-sqlite3',
     database: file,
@@ -50,7 +44,7 @@ runTypeormConformance('better-sqlite3', async (style) => {
       await backend.close()
       await inspector.close()
       await dataSource.destroy()
-      for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true })
+      removeSqliteFile(file)
     },
   }
 })

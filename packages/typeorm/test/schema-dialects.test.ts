@@ -1,19 +1,23 @@
-import { rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { mysqlInspector, sqliteInspector, testMysqlUri, uniqueTableName } from '@outboxkit/conformance'
+import {
+  mysqlInspector,
+  removeSqliteFile,
+  sqliteInspector,
+  tempSqliteFile,
+  testMysqlUri,
+  uniqueTableName,
+} from '@outboxkit/conformance'
 import { defineOutbox, isOutboxError } from '@outboxkit/core'
 import { createOutboxEntity, createOutboxMigration, type OutboxMessageRow, publish } from '@outboxkit/typeorm'
 import { DataSource, type DataSourceOptions } from 'typeorm'
 import { afterAll, describe, expect, test } from 'vitest'
 
-const sqliteFile = join(tmpdir(), `${uniqueTableName('typeorm_schema')}.db`)
+const sqliteFile = tempSqliteFile('typeorm_schema')
 const mysql = mysqlInspector()
 const sqlite = sqliteInspector(sqliteFile)
 afterAll(async () => {
   await mysql.close()
   await sqlite.close()
-  for (const suffix of ['', '-wal', '-shm']) rmSync(`${sqliteFile}${suffix}`, { force: true })
+  removeSqliteFile(sqliteFile)
 })
 
 const dialects = [

@@ -4,8 +4,8 @@ import {
   settle,
   testMysqlUri,
   uniqueTableName,
+  useOutboxTable,
 } from '@outboxkit/conformance'
-import { defineOutbox, migrate } from '@outboxkit/core'
 import { mysqlBackend } from '@outboxkit/mysql'
 import { publish, publishMany } from '@outboxkit/typeorm'
 import * as mysql2 from 'mysql2'
@@ -14,8 +14,12 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { expectRawCommitRefused, recordingLogger, expectRefused as refused } from './support/signal.js'
 
 const inspector = mysqlInspector()
-const table = uniqueTableName('typeorm_mysql_signal')
-const outbox = defineOutbox({ table })
+const outbox = useOutboxTable('typeorm_mysql_signal', {
+  dialect: 'mysql',
+  backend: () => mysqlBackend({ uri: testMysqlUri(), connectionLimit: 2 }),
+  closeBackend: true,
+})
+const table = outbox.table.name
 
 const count = async (topic: string) =>
   Number(
@@ -71,15 +75,7 @@ async function dataSourceFor(mode: keyof typeof modes, logger?: Logger): Promise
 const questions = async (qr: QueryRunner) =>
   Number((await qr.query(`SHOW SESSION STATUS WHERE Variable_name = 'Questions'`))[0].Value)
 
-beforeAll(async () => {
-  const backend = mysqlBackend({ uri: testMysqlUri(), connectionLimit: 2 })
-  await migrate(outbox, backend)
-  await backend.close()
-})
-afterAll(async () => {
-  await inspector.query(`DROP TABLE IF EXISTS \`${table}\``)
-  await inspector.close()
-})
+afterAll(() => inspector.close())
 
 describe.each(Object.keys(modes) as (keyof typeof modes)[])('the transaction check: %s', (mode) => {
   const { logged, logger } = recordingLogger()

@@ -1,7 +1,4 @@
-import { rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { settle, uniqueTableName, waitFor } from '@outboxkit/conformance'
+import { removeSqliteFile, settle, tempSqliteFile, uniqueTableName, waitFor } from '@outboxkit/conformance'
 import { createRelay, type DeliveredMessage, defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
 import { sqliteBackend } from '@outboxkit/sqlite'
 import { publish } from '@outboxkit/typeorm'
@@ -15,7 +12,7 @@ import {
   recordingLogger,
 } from './support/signal.js'
 
-const file = join(tmpdir(), `${uniqueTableName('typeorm_sqlite_signal')}.db`)
+const file = tempSqliteFile('typeorm_sqlite_signal')
 const table = uniqueTableName('typeorm_sqlite_signal')
 const outbox = defineOutbox({ table })
 const { logged, logger } = recordingLogger()
@@ -32,7 +29,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await dataSource.destroy()
-  for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true })
+  removeSqliteFile(file)
 })
 
 describe('the transaction signal on better-sqlite3', () => {

@@ -3,9 +3,8 @@ import {
   serverInspector,
   settle,
   testDatabaseUrl,
-  uniqueTableName,
+  useOutboxTable,
 } from '@outboxkit/conformance'
-import { defineOutbox, migrate } from '@outboxkit/core'
 import { pgBackend } from '@outboxkit/pg'
 import { createOutboxEntity, publish, publishMany } from '@outboxkit/typeorm'
 import pg from 'pg'
@@ -19,8 +18,11 @@ import {
 } from './support/signal.js'
 
 const inspector = serverInspector()
-const table = uniqueTableName('typeorm_signal')
-const outbox = defineOutbox({ table })
+const outbox = useOutboxTable('typeorm_signal', {
+  backend: () => pgBackend({ connectionString: testDatabaseUrl() }),
+  closeBackend: true,
+})
+const table = outbox.table.name
 const OutboxMessage = createOutboxEntity(outbox)
 const { logged, logger } = recordingLogger()
 const dataSource = new DataSource({
@@ -33,14 +35,8 @@ const dataSource = new DataSource({
 const count = async (topic: string) =>
   Number((await inspector.query(`SELECT count(*)::int AS n FROM ${table} WHERE topic = $1`, [topic]))[0]!.n)
 
-beforeAll(async () => {
-  await dataSource.initialize()
-  const backend = pgBackend({ connectionString: testDatabaseUrl() })
-  await migrate(outbox, backend)
-  await backend.close()
-})
+beforeAll(() => dataSource.initialize())
 afterAll(async () => {
-  await inspector.query(`DROP TABLE IF EXISTS ${table}`)
   await inspector.close()
   await dataSource.destroy()
 })

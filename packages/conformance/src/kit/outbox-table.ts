@@ -1,15 +1,12 @@
-import type { Outbox, OutboxBackend } from '@outboxkit/core'
-import { migrate } from '@outboxkit/core'
+import { defineOutbox, migrate, type Outbox, type OutboxBackend } from '@outboxkit/core'
 import { afterAll, beforeAll } from 'vitest'
-import type { Inspector } from '../database.js'
-import { type OutboxDialect, outboxSql } from '../dialect-sql.js'
+import { mysqlInspector, serverInspector, uniqueTableName } from '../database.js'
+import { outboxSql } from '../dialect-sql.js'
 
-/** What {@link useOutboxTable} needs: how to create the table, and how to drop it. */
+/** What {@link useOutboxTable} needs: the server, and the backend that creates the table. */
 export interface OutboxTableOptions {
-  /** The dialect of `inspector`'s SQL. Default `'postgres'`. */
-  dialect?: OutboxDialect
-  /** Raw SQL on a connection of the file's own: drops the table after all tests. */
-  inspector: Inspector
+  /** The server of the test databases (`DATABASE_URL` / `MYSQL_URL`). Default `'postgres'`. */
+  dialect?: 'postgres' | 'mysql'
   /** The backend that migrates the table (called once, before all tests). */
   backend(): OutboxBackend
   /** Closes that backend once the table is migrated (one the file made only for it). Default false. */
@@ -17,11 +14,12 @@ export interface OutboxTableOptions {
 }
 
 /**
- * The table of `outbox` (give it a unique name) for the test file or `describe` it is called in:
- * migrated before all tests, dropped after all. Vitest runs after-hooks in reverse order, so
- * register the hook that closes `inspector` before calling this.
+ * An outbox on a unique table (`ok_<prefix>_...`) for the test file or `describe` it is called
+ * in: migrated before all tests, dropped after all on a connection of its own (so the order of
+ * the file's other hooks does not matter). The outbox is defined at once; use its table in tests.
  */
-export function useOutboxTable(outbox: Outbox<any>, options: OutboxTableOptions): void {
+export function useOutboxTable(prefix: string, options: OutboxTableOptions): Outbox {
+  const outbox = defineOutbox({ table: uniqueTableName(prefix) })
   beforeAll(async () => {
     const backend = options.backend()
     try {
@@ -30,9 +28,14 @@ export function useOutboxTable(outbox: Outbox<any>, options: OutboxTableOptions)
       if (options.closeBackend) await backend.close()
     }
   })
-  afterAll(() =>
-    outboxSql(options.dialect ?? 'postgres', (text, params) => options.inspector.query(text, params)).drop(
-      outbox.table.name,
-    ),
-  )
+  afterAll(async () => {
+    const dialect = options.dialect ?? 'postgres'
+    const inspector = dialect === 'mysql' ? mysqlInspector() : serverInspector()
+    try {
+      await outboxSql(dialect, (text, params) => inspector.query(text, params)).drop(outbox.table.name)
+    } finally {
+      await inspector.close()
+    }
+  })
+  return outbox
 }

@@ -1,4 +1,3 @@
-import { rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
@@ -10,6 +9,7 @@ import {
   RelayFixture,
   type RowChanges,
   type RowFilter,
+  removeSqliteFile,
   runTransaction,
   type SeedRow,
   tableSql,
@@ -387,7 +387,7 @@ export class Harness extends RelayFixture {
     await this.#mysqlPool?.end()
     if (this.#sqliteDb) {
       this.#sqliteDb.close()
-      for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(`${this.url}${suffix}`, { force: true })
+      removeSqliteFile(this.url)
     }
   }
 }
