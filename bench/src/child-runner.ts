@@ -35,10 +35,11 @@ function rssOf(pid: number): number | undefined {
 /**
  * Runs `job` in a fresh Node process (TypeScript through tsx, `@outboxkit/*` mapped to source by the
  * root tsconfig), samples its RSS, and resolves with its result. Each contender gets a clean heap,
- * its own connections and its own event loop.
+ * its own connections and its own event loop. `J` is the job union the entry understands: jobs.ts's
+ * {@link Job} for child.ts, another one for a bundled entry given as `options.script`.
  */
-export function runChild<T>(
-  job: Job,
+export function runChild<T, J extends { kind: string } = Job>(
+  job: J,
   options: {
     /** A plain JavaScript entry (bundled) to run instead of child.ts through tsx. */
     script?: string

@@ -1,15 +1,6 @@
 // Entry of the memory scenario's relay process: only the outboxkit drain, so that it can be
 // bundled to plain JavaScript (see bundle.ts) and measured without tsx in the process.
+import { serveJob } from './child-entry.js'
 import { drainOutboxkit } from './contenders/outboxkit.js'
 
-const job = JSON.parse(process.argv[2] ?? '{}')
-const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10
-try {
-  const baselineRssMiB = mib(process.memoryUsage.rss())
-  const result = await drainOutboxkit(job)
-  const maxRssMiB = Math.round((process.resourceUsage().maxRSS / 1024) * 10) / 10
-  process.send?.({ type: 'result', result, maxRssMiB, baselineRssMiB }, () => process.exit(0))
-} catch (err) {
-  const error = err instanceof Error ? (err.stack ?? err.message) : String(err)
-  process.send?.({ type: 'error', error }, () => process.exit(1))
-}
+await serveJob(drainOutboxkit)
