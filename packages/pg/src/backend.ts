@@ -1,129 +1,103 @@
-import { type OutboxBackend, OutboxError } from '@outboxkit/core'
-import { assertKnownOptions, createPostgresBackend, formatValue, positiveMs } from '@outboxkit/core/adapter'
+import type { OutboxBackend } from '@outboxkit/core'
+import { createPostgresBackend, type WakeHandlers, type WakeSubscription } from '@outboxkit/core/adapter'
 import pg from 'pg'
+import {
+  type CheckedPgBackendOptions,
+  checkPgBackendOptions,
+  ownedPoolConfig,
+  type PgBackendConnectionOptions,
+  type PgBackendOptions,
+  SOURCE,
+} from './backend-options.js'
+import { deadline } from './deadline.js'
 import { listenWithReconnect } from './listener.js'
 
-/** Options common to both forms of {@link pgBackend}. */
-export interface PgBackendCommonOptions {
-  /**
-   * Bound on every relay statement, in ms. A frozen or unreachable server then fails the claim or
-   * settle with `OutboxError('TIMEOUT')` within this bound (the relay backs off and retries)
-   * instead of hanging until the OS gives up on TCP. Recommended. Default: none.
-   */
-  commandTimeoutMs?: number
-  /**
-   * Send claim, settle, lease extension and stats as named prepared statements (one per statement
-   * text and connection): PostgreSQL then parses and plans each once per connection. Needs a
-   * direct connection to PostgreSQL, or a pooler that tracks prepared statements (PgBouncer 1.21+
-   * with `max_prepared_statements` > 0, or session mode): through PgBouncer in transaction mode
-   * without that, they fail with `prepared statement "..." does not exist` / `already exists`.
-   * Default `false` (unnamed statements, which work through any pooler).
-   */
-  preparedStatements?: boolean
-  /**
-   * A connection string used only for the relay's LISTEN connection, e.g. a direct connection to
-   * PostgreSQL while `pool` / `connectionString` go through a transaction-mode pooler (PgBouncer,
-   * Supavisor, RDS Proxy), where LISTEN cannot work. Claims, settles and the NOTIFYs of publish
-   * keep going through the pooler; only the wake-ups use this connection. Put TLS and the rest in
-   * the string (`?sslmode=require`, ...). Default: the same server as the pool.
-   */
-  listenConnectionString?: string
-  /**
-   * After each LISTEN, the backend sends a probe NOTIFY through the pool and waits this long for
-   * the listening connection to hear it. When it does not (a transaction-mode pooler hands the
-   * notification to whichever client holds the server connection), the relay is told once that
-   * LISTEN is unavailable (its `listenUnavailable` event and one warn log line) and keeps
-   * delivering by polling. In ms. Default 2000.
-   */
-  listenProbeTimeoutMs?: number
+export type {
+  PgBackendCommonOptions,
+  PgBackendConnectionOptions,
+  PgBackendOptions,
+  PgBackendPoolOptions,
+} from './backend-options.js'
+
+/** The pool of a backend (the caller's, or one outboxkit creates on first use) and the LISTEN client's config. */
+interface BackendPool {
+  pool(): pg.Pool
+  clientConfig(): pg.ClientConfig
+  /** Ends the pool outboxkit created, if any; never the caller's. */
+  close(): Promise<void>
 }
 
-/** {@link pgBackend} on a pool you own: outboxkit never ends it. */
-export interface PgBackendPoolOptions extends PgBackendCommonOptions {
-  pool: pg.Pool
+function backendPool(options: PgBackendOptions, checked: CheckedPgBackendOptions): BackendPool {
+  const { userPool, listenUrl, timeoutMs } = checked
+  const ownedConfig = userPool ? undefined : ownedPoolConfig(options as PgBackendConnectionOptions, timeoutMs)
+  let ownedPool: pg.Pool | undefined
+  return {
+    pool() {
+      if (userPool) return userPool
+      if (!ownedPool) {
+        ownedPool = new pg.Pool(ownedConfig)
+        // An idle client's error (server restart, terminated backend) must not crash the process.
+        ownedPool.on('error', () => {})
+      }
+      return ownedPool
+    },
+    clientConfig: () =>
+      listenUrl !== undefined
+        ? {
+            connectionString: listenUrl,
+            ...(timeoutMs !== undefined ? { connectionTimeoutMillis: timeoutMs } : {}),
+          }
+        : userPool
+          ? (userPool as unknown as { options: pg.ClientConfig }).options
+          : ownedConfig!,
+    async close() {
+      const p = ownedPool
+      ownedPool = undefined
+      await p?.end()
+    },
+  }
 }
 
-/** {@link pgBackend} on a pool outboxkit creates, owns and ends in `close()` (and so in `relay.stop()`). */
-export interface PgBackendConnectionOptions
-  extends PgBackendCommonOptions,
-    Omit<pg.PoolConfig, 'connectionString'> {
-  connectionString: string | undefined
-}
-
-/** Options of {@link pgBackend}. */
-export type PgBackendOptions = PgBackendPoolOptions | PgBackendConnectionOptions
-
-const SOURCE = 'pg'
-/** The options of outboxkit itself, in both forms of {@link pgBackend}. */
-const OWN_OPTIONS = [
-  'commandTimeoutMs',
-  'preparedStatements',
-  'listenConnectionString',
-  'listenProbeTimeoutMs',
-] as const satisfies readonly (keyof PgBackendCommonOptions)[]
-/** Every option of pg.Pool (pg 8), which {@link pgBackend} passes on to the pool it creates. */
-const PG_POOL_OPTIONS = [
-  'user',
-  'database',
-  'password',
-  'port',
-  'host',
-  'connectionString',
-  'keepAlive',
-  'stream',
-  'statement_timeout',
-  'ssl',
-  'enableChannelBinding',
-  'sslnegotiation',
-  'query_timeout',
-  'lock_timeout',
-  'keepAliveInitialDelayMillis',
-  'idle_in_transaction_session_timeout',
-  'application_name',
-  'fallback_application_name',
-  'connectionTimeoutMillis',
-  'types',
-  'options',
-  'client_encoding',
-  'pipeline',
-  'max',
-  'min',
-  'idleTimeoutMillis',
-  'log',
-  'Promise',
-  'allowExitOnIdle',
-  'maxUses',
-  'maxLifetimeSeconds',
-  'Client',
-  'onConnect',
-  'verify',
-] as const satisfies readonly (keyof pg.PoolConfig)[]
-// Fails to compile when @types/pg adds a pool option that the list above lacks.
-const poolOptionsListed: Exclude<keyof pg.PoolConfig, (typeof PG_POOL_OPTIONS)[number]> extends never
-  ? true
-  : never = true
-void poolOptionsListed
-const POOL_FORM: readonly string[] = ['pool', ...OWN_OPTIONS]
-const CONNECTION_FORM: readonly string[] = [...OWN_OPTIONS, ...PG_POOL_OPTIONS]
-
-function deadline<T>(promise: Promise<T>, ms: number | undefined, what: string): Promise<T> {
-  if (ms === undefined) return promise
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const timeout = new Promise<never>((_, reject) => {
-    // A little slack over the driver's own query_timeout, so the driver's error wins when it fires.
-    timer = setTimeout(
-      () =>
-        reject(
-          new OutboxError(
-            'TIMEOUT',
-            `${what} did not answer within ${ms} ms (commandTimeoutMs). Check that PostgreSQL is reachable.`,
-            { source: SOURCE },
-          ),
-        ),
-      ms + 50,
-    )
+/** A connected LISTEN client (bounded by `timeoutMs`); ended again when the connect fails. */
+async function connectListenClient(
+  config: pg.ClientConfig,
+  timeoutMs: number | undefined,
+): Promise<pg.Client> {
+  const client = new pg.Client({ ...config, keepAlive: true })
+  client.on('error', () => {})
+  await deadline(client.connect(), timeoutMs, 'the LISTEN connection').catch(async (err) => {
+    await client.end().catch(() => {})
+    throw err
   })
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+  return client
+}
+
+/** LISTENs on `channel` with a dedicated, reconnecting client, probed through the pool. */
+function listenOnChannel(
+  channel: string,
+  handlers: WakeHandlers,
+  checked: CheckedPgBackendOptions,
+  pools: BackendPool,
+): Promise<WakeSubscription> {
+  const { timeoutMs, listenUrl, probeMs } = checked
+  return listenWithReconnect(() => connectListenClient(pools.clientConfig(), timeoutMs), channel, handlers, {
+    timeoutMs: probeMs,
+    async send(payload) {
+      await deadline(
+        pools.pool().query({
+          text: 'SELECT pg_notify($1, $2)',
+          values: [channel, payload],
+          ...(timeoutMs !== undefined ? { query_timeout: timeoutMs } : {}),
+        } as pg.QueryConfig),
+        timeoutMs,
+        'the LISTEN probe',
+      )
+    },
+    advice:
+      listenUrl === undefined
+        ? 'give the relay a direct connection for LISTEN: pgBackend({ ..., listenConnectionString })'
+        : 'check that listenConnectionString reaches the same database as the pool, directly (not through a transaction-mode pooler)',
+  })
 }
 
 /**
@@ -149,79 +123,9 @@ function deadline<T>(promise: Promise<T>, ms: number | undefined, what: string):
  * @throws OutboxError `INVALID_CONFIG` for invalid options.
  */
 export function pgBackend(options: PgBackendOptions): OutboxBackend {
-  if (!options || typeof options !== 'object') {
-    throw new OutboxError('INVALID_CONFIG', 'pgBackend expects { pool } or { connectionString }.', {
-      source: SOURCE,
-    })
-  }
-  if ('pool' in options) {
-    assertKnownOptions(options, POOL_FORM, { source: SOURCE, what: 'pgBackend({ pool })' })
-  } else {
-    assertKnownOptions(options, CONNECTION_FORM, {
-      source: SOURCE,
-      what: 'pgBackend({ connectionString })',
-      valid: `${OWN_OPTIONS.join(', ')} and the options of pg.Pool (${PG_POOL_OPTIONS.join(', ')})`,
-    })
-  }
-  const timeoutMs = positiveMs('commandTimeoutMs', options.commandTimeoutMs, undefined, SOURCE)
-  const prepared = options.preparedStatements ?? false
-  if (typeof prepared !== 'boolean') {
-    throw new OutboxError(
-      'INVALID_CONFIG',
-      `preparedStatements must be true or false, got ${formatValue(prepared)}.`,
-      { source: SOURCE },
-    )
-  }
-  const listenUrl = options.listenConnectionString
-  if (listenUrl !== undefined && (typeof listenUrl !== 'string' || listenUrl === '')) {
-    throw new OutboxError(
-      'INVALID_CONFIG',
-      `listenConnectionString must be a non-empty connection string, got ${formatValue(listenUrl)}.`,
-      { source: SOURCE },
-    )
-  }
-  const probeMs = positiveMs('listenProbeTimeoutMs', options.listenProbeTimeoutMs, 2_000, SOURCE)
-  const userPool = 'pool' in options ? options.pool : undefined
-  if ('pool' in options && (!userPool || typeof userPool.query !== 'function')) {
-    throw new OutboxError('INVALID_CONFIG', 'pgBackend({ pool }) needs a pg Pool.', { source: SOURCE })
-  }
-  let ownedConfig: pg.PoolConfig | undefined
-  if (!userPool) {
-    const {
-      commandTimeoutMs: _t,
-      preparedStatements: _p,
-      listenConnectionString: _l,
-      listenProbeTimeoutMs: _m,
-      ...poolConfig
-    } = options as PgBackendConnectionOptions
-    ownedConfig = {
-      max: 10,
-      ...poolConfig,
-      ...(timeoutMs !== undefined
-        ? { connectionTimeoutMillis: poolConfig.connectionTimeoutMillis ?? timeoutMs }
-        : {}),
-    }
-  }
-  let ownedPool: pg.Pool | undefined
-  const pool = (): pg.Pool => {
-    if (userPool) return userPool
-    if (!ownedPool) {
-      ownedPool = new pg.Pool(ownedConfig)
-      // An idle client's error (server restart, terminated backend) must not crash the process.
-      ownedPool.on('error', () => {})
-    }
-    return ownedPool
-  }
-  const clientConfig = (): pg.ClientConfig =>
-    listenUrl !== undefined
-      ? {
-          connectionString: listenUrl,
-          ...(timeoutMs !== undefined ? { connectionTimeoutMillis: timeoutMs } : {}),
-        }
-      : userPool
-        ? (userPool as unknown as { options: pg.ClientConfig }).options
-        : ownedConfig!
-
+  const checked = checkPgBackendOptions(options)
+  const { timeoutMs, prepared } = checked
+  const pools = backendPool(options, checked)
   return createPostgresBackend({
     name: SOURCE,
     query(text, params, name) {
@@ -229,7 +133,8 @@ export function pgBackend(options: PgBackendOptions): OutboxBackend {
       if (prepared && name) config.name = name
       if (timeoutMs !== undefined) config.query_timeout = timeoutMs
       return deadline(
-        pool()
+        pools
+          .pool()
           .query(config)
           .then((r) => r.rows),
         timeoutMs,
@@ -240,7 +145,7 @@ export function pgBackend(options: PgBackendOptions): OutboxBackend {
       // One simple query: one implicit transaction, so the SET LOCAL bounds the script on the
       // server too (no startup parameter, nothing left on the session).
       await deadline(
-        pool().query({
+        pools.pool().query({
           text: timeoutMs ? `SET LOCAL statement_timeout = ${Math.ceil(timeoutMs * 4)};\n${script}` : script,
           ...(timeoutMs ? { query_timeout: timeoutMs * 4 } : {}),
         } as pg.QueryConfig),
@@ -248,43 +153,7 @@ export function pgBackend(options: PgBackendOptions): OutboxBackend {
         'migrate',
       )
     },
-    listen(channel, handlers) {
-      return listenWithReconnect(
-        async () => {
-          const client = new pg.Client({ ...clientConfig(), keepAlive: true })
-          client.on('error', () => {})
-          await deadline(client.connect(), timeoutMs, 'the LISTEN connection').catch(async (err) => {
-            await client.end().catch(() => {})
-            throw err
-          })
-          return client
-        },
-        channel,
-        handlers,
-        {
-          timeoutMs: probeMs,
-          async send(payload) {
-            await deadline(
-              pool().query({
-                text: 'SELECT pg_notify($1, $2)',
-                values: [channel, payload],
-                ...(timeoutMs !== undefined ? { query_timeout: timeoutMs } : {}),
-              } as pg.QueryConfig),
-              timeoutMs,
-              'the LISTEN probe',
-            )
-          },
-          advice:
-            listenUrl === undefined
-              ? 'give the relay a direct connection for LISTEN: pgBackend({ ..., listenConnectionString })'
-              : 'check that listenConnectionString reaches the same database as the pool, directly (not through a transaction-mode pooler)',
-        },
-      )
-    },
-    async close() {
-      const p = ownedPool
-      ownedPool = undefined
-      await p?.end()
-    },
+    listen: (channel, handlers) => listenOnChannel(channel, handlers, checked, pools),
+    close: () => pools.close(),
   })
 }

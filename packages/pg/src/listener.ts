@@ -1,33 +1,9 @@
-import { randomUUID } from 'node:crypto'
 import type { WakeHandlers, WakeSubscription } from '@outboxkit/core/adapter'
 import { quoteIdent } from '@outboxkit/core/adapter'
 import type pg from 'pg'
+import { type ListenProbe, listenProbeRun, type ProbeRun } from './listen-probe.js'
 
-/**
- * The payload prefix of outboxkit's LISTEN probes. A notification whose payload starts with it is
- * a probe (this relay's or another's), never a publish: it wakes nobody.
- */
-export const LISTEN_PROBE_PREFIX = 'outboxkit:listen-probe:'
-
-/** How {@link listenWithReconnect} checks that its LISTEN hears notifications. */
-export interface ListenProbe {
-  /** How long to wait for the probe to come back once its NOTIFY committed, in ms. */
-  readonly timeoutMs: number
-  /** Sends `SELECT pg_notify(channel, payload)` through the backend's normal connection (the pool). */
-  send(payload: string): Promise<void>
-  /** What to do when the probe is not heard, ending the reason given to `onUnavailable`. */
-  readonly advice: string
-}
-
-/** The reason given to `onUnavailable` when the probe of `channel` was not heard within `ms`. */
-export function probeNotHeardReason(channel: string, ms: number, advice: string): string {
-  return (
-    `the LISTEN connection did not hear a probe NOTIFY on channel ${JSON.stringify(channel)} within ${ms} ms, ` +
-    'so notifications do not reach it: the database is most likely behind a transaction-mode pooler ' +
-    '(PgBouncer, Supavisor, RDS Proxy), which hands them to whichever client holds the server connection. ' +
-    `The relay delivers by polling (pollIntervalMs); for wake-ups, ${advice}`
-  )
-}
+export { LISTEN_PROBE_PREFIX, type ListenProbe, probeNotHeardReason } from './listen-probe.js'
 
 /**
  * Ends `client`, but never waits longer than `ms`: `Client.end()` waits for the server to close
@@ -50,6 +26,99 @@ async function endWithin(client: pg.Client, ms: number): Promise<void> {
     (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
 }
 
+/** The LISTEN connection of one subscription and its reconnect loop, with capped backoff. */
+class ReconnectingListen {
+  private closed = false
+  private client: pg.Client | undefined
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private failures = 0
+  private readonly probe: ProbeRun
+
+  constructor(
+    private readonly connect: () => Promise<pg.Client>,
+    private readonly channel: string,
+    private readonly handlers: WakeHandlers,
+    probe: ListenProbe | undefined,
+  ) {
+    this.probe = listenProbeRun(channel, handlers, probe, () => this.closed)
+  }
+
+  private readonly onNotification = (msg: pg.Notification) => {
+    if (msg.channel !== this.channel) return
+    if (this.probe.isProbe(msg.payload ?? '')) return
+    this.handlers.onWake()
+  }
+
+  private scheduleReconnect(): void {
+    if (this.closed || this.timer) return
+    const delay = Math.min(10_000, 250 * 2 ** Math.min(this.failures, 6))
+    this.failures++
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      void this.open().catch(() => {})
+    }, delay)
+    this.timer.unref?.()
+  }
+
+  /** Reacts to `c`'s errors and end (lost: reconnect) and notifications. */
+  private watch(c: pg.Client): void {
+    const lost = (err?: unknown) => {
+      if (this.client !== c) return
+      this.client = undefined
+      this.probe.abandon()
+      c.removeAllListeners('notification')
+      c.end().catch(() => {})
+      if (!this.closed) {
+        this.handlers.onError(err ?? new Error('LISTEN connection ended'))
+        this.scheduleReconnect()
+      }
+    }
+    c.on('error', lost)
+    c.on('end', () => lost())
+    c.on('notification', this.onNotification)
+  }
+
+  /** Connects and LISTENs; on failure reports it, schedules a reconnect and rethrows. */
+  async open(): Promise<void> {
+    if (this.closed) return
+    let c: pg.Client | undefined
+    try {
+      c = await this.connect()
+      this.watch(c)
+      await c.query(`LISTEN ${quoteIdent(this.channel)}`)
+      if (this.closed) {
+        await endWithin(c, 1_000)
+        return
+      }
+      const listening = c
+      this.client = c
+      this.failures = 0
+      this.handlers.onConnect?.()
+      if (!this.probe.concluded) void this.probe.run(() => this.client === listening)
+    } catch (err) {
+      c?.end().catch(() => {})
+      if (!this.closed) {
+        this.handlers.onError(err)
+        this.scheduleReconnect()
+      }
+      throw err
+    }
+  }
+
+  /** Stops reconnecting and ends the LISTEN connection (bounded). */
+  async close(): Promise<void> {
+    this.closed = true
+    this.probe.abandon()
+    if (this.timer) clearTimeout(this.timer)
+    const c = this.client
+    this.client = undefined
+    if (c) {
+      c.removeAllListeners('notification')
+      await endWithin(c, 1_000)
+    }
+  }
+}
+
 /**
  * LISTENs on `channel` with a dedicated client made by `connect`, and reconnects with capped
  * backoff whenever the connection fails or is cut (for example by `pg_terminate_backend`).
@@ -65,113 +134,7 @@ export async function listenWithReconnect(
   handlers: WakeHandlers,
   probe?: ListenProbe,
 ): Promise<WakeSubscription> {
-  let closed = false
-  let client: pg.Client | undefined
-  let timer: ReturnType<typeof setTimeout> | undefined
-  let failures = 0
-  /** Set once a probe was heard, or reported as not heard. */
-  let probed = probe === undefined
-  /** The probe under way: its payload, and how to end its wait (true: heard). */
-  let expected: { payload: string; done(heard: boolean): void } | undefined
-
-  const onNotification = (msg: pg.Notification) => {
-    if (msg.channel !== channel) return
-    const payload = msg.payload ?? ''
-    if (payload.startsWith(LISTEN_PROBE_PREFIX)) {
-      if (payload === expected?.payload) expected.done(true)
-      return
-    }
-    handlers.onWake()
-  }
-
-  /** Sends a probe and waits for `c` to hear it; inconclusive (tried again on the next LISTEN) if `c` is lost or the send fails. */
-  async function runProbe(p: ListenProbe, c: pg.Client): Promise<void> {
-    if (closed || probed || expected) return
-    const payload = `${LISTEN_PROBE_PREFIX}${randomUUID()}`
-    let probeTimer: ReturnType<typeof setTimeout> | undefined
-    let resolveHeard: (heard: boolean) => void = () => {}
-    const heard = new Promise<boolean>((resolve) => {
-      resolveHeard = resolve
-    })
-    expected = { payload, done: resolveHeard }
-    try {
-      await p.send(payload)
-      if (closed || client !== c) return
-      probeTimer = setTimeout(() => resolveHeard(false), p.timeoutMs)
-      probeTimer.unref?.()
-      const ok = await heard
-      if (closed || client !== c) return
-      probed = true
-      if (!ok) handlers.onUnavailable?.(probeNotHeardReason(channel, p.timeoutMs, p.advice))
-    } catch {
-      // The pool could not send it (server down, timeout): nothing learned; the next LISTEN retries.
-    } finally {
-      clearTimeout(probeTimer)
-      expected = undefined
-    }
-  }
-
-  function scheduleReconnect() {
-    if (closed || timer) return
-    const delay = Math.min(10_000, 250 * 2 ** Math.min(failures, 6))
-    failures++
-    timer = setTimeout(() => {
-      timer = undefined
-      void open().catch(() => {})
-    }, delay)
-    timer.unref?.()
-  }
-
-  async function open(): Promise<void> {
-    if (closed) return
-    let c: pg.Client | undefined
-    try {
-      c = await connect()
-      const lost = (err?: unknown) => {
-        if (client !== c) return
-        client = undefined
-        expected?.done(false)
-        c?.removeAllListeners('notification')
-        c?.end().catch(() => {})
-        if (!closed) {
-          handlers.onError(err ?? new Error('LISTEN connection ended'))
-          scheduleReconnect()
-        }
-      }
-      c.on('error', lost)
-      c.on('end', () => lost())
-      c.on('notification', onNotification)
-      await c.query(`LISTEN ${quoteIdent(channel)}`)
-      if (closed) {
-        await endWithin(c, 1_000)
-        return
-      }
-      client = c
-      failures = 0
-      handlers.onConnect?.()
-      if (probe && !probed) void runProbe(probe, c)
-    } catch (err) {
-      c?.end().catch(() => {})
-      if (!closed) {
-        handlers.onError(err)
-        scheduleReconnect()
-      }
-      throw err
-    }
-  }
-
-  await open().catch(() => {})
-  return {
-    async close() {
-      closed = true
-      expected?.done(false)
-      if (timer) clearTimeout(timer)
-      const c = client
-      client = undefined
-      if (c) {
-        c.removeAllListeners('notification')
-        await endWithin(c, 1_000)
-      }
-    },
-  }
+  const listen = new ReconnectingListen(connect, channel, handlers, probe)
+  await listen.open().catch(() => {})
+  return { close: () => listen.close() }
 }

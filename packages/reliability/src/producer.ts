@@ -1,9 +1,10 @@
 import type { Outbox, PublishMessage, PublishResult } from '@outboxkit/core'
-import { publish, publishMany } from '@outboxkit/pg'
 import { randomInt } from './database.js'
 import type { LedgerTables } from './ledger.js'
 import type { LedgerDb } from './ledger-db.js'
-import { type LedgerSql, ledgerSql, positional } from './ledger-sql.js'
+import { ledgerSql } from './ledger-sql.js'
+import { transaction } from './producer-transaction.js'
+import { sessions } from './sessions.js'
 
 /** Counters of {@link produce}. */
 export interface ProducerStats {
@@ -52,100 +53,6 @@ export interface ProduceOptions {
   tolerateOutages?: boolean
   /** Pause after a failure with `tolerateOutages`. Default 50 ms. */
   outagePauseMs?: number
-}
-
-/** One business transaction on one connection of the database under test. */
-interface Session {
-  begin(): Promise<void>
-  publish(messages: PublishMessage<Outbox>[]): Promise<PublishResult[]>
-  /** A statement with `$n` placeholders, in the transaction. */
-  exec(sql: string, params: readonly unknown[]): Promise<void>
-  commit(): Promise<void>
-  rollback(): Promise<void>
-  /** Gives the connection back (`failed`: it may be broken, so it is discarded). */
-  release(failed: boolean): void
-}
-
-/** Opens {@link Session}s on `db`'s driver; `@outboxkit/mysql` and `@outboxkit/sqlite` load only for their dialect. */
-async function sessions(db: LedgerDb, outbox: Outbox): Promise<() => Promise<Session>> {
-  const driver = db.driver
-  switch (driver.dialect) {
-    case 'postgres':
-      return async () => {
-        const client = await driver.pool.connect()
-        // A checked-out client has no pool error listener: a server shutdown must not crash us.
-        const ignore = () => {}
-        client.on('error', ignore)
-        const sql = (text: string) => async () => void (await client.query(text))
-        return {
-          begin: sql('BEGIN'),
-          publish: async (messages) =>
-            messages.length === 1
-              ? [await publish(outbox, client, messages[0]!)]
-              : publishMany(outbox, client, messages),
-          exec: async (text, params) => void (await client.query(text, params as unknown[])),
-          commit: sql('COMMIT'),
-          rollback: sql('ROLLBACK'),
-          release: (failed) => {
-            client.removeListener('error', ignore)
-            client.release(failed)
-          },
-        }
-      }
-    case 'mysql': {
-      const mysql = await import('@outboxkit/mysql')
-      return async () => {
-        const conn = await driver.pool.getConnection()
-        return {
-          begin: () => conn.beginTransaction(),
-          publish: async (messages) =>
-            messages.length === 1
-              ? [await mysql.publish(outbox, conn, messages[0]!)]
-              : mysql.publishMany(outbox, conn, messages),
-          exec: async (text, params) => {
-            const q = positional(text, params)
-            await conn.query(q.sql, q.params)
-          },
-          commit: () => conn.commit(),
-          rollback: () => conn.rollback(),
-          release: (failed) => (failed ? conn.destroy() : conn.release()),
-        }
-      }
-    }
-    case 'sqlite': {
-      const sqlite = await import('@outboxkit/sqlite')
-      const { db: connection } = driver
-      // One connection: a transaction stays open across publish's await, so they take turns.
-      let turn: Promise<unknown> = Promise.resolve()
-      return async () => {
-        let done!: () => void
-        const mine = new Promise<void>((resolve) => {
-          done = resolve
-        })
-        const previous = turn
-        turn = previous.then(() => mine)
-        await previous
-        return {
-          begin: async () => void connection.exec('BEGIN IMMEDIATE'),
-          publish: (messages) => sqlite.publishMany(outbox, connection, messages),
-          exec: async (text, params) => {
-            const q = positional(text, params)
-            connection.prepare(q.sql).run(...q.params)
-          },
-          commit: async () => void connection.exec('COMMIT'),
-          rollback: async () => {
-            if (connection.inTransaction) connection.exec('ROLLBACK')
-          },
-          release: () => {
-            if (connection.inTransaction) connection.exec('ROLLBACK')
-            done()
-          },
-        }
-      }
-    }
-    default:
-      throw new Error(`[outboxkit] [reliability] unknown dialect ${JSON.stringify(db.dialect)}`)
-  }
 }
 
 /**
@@ -245,63 +152,5 @@ async function recordWithin(record: () => Promise<void>, ms: number): Promise<vo
       if (Date.now() > deadline) throw err
       await new Promise((r) => setTimeout(r, 100))
     }
-  }
-}
-
-/** One business transaction of {@link produce}; throws when it failed for a reason other than its planned rollback. */
-async function transaction(
-  open: () => Promise<Session>,
-  statements: LedgerSql,
-  messages: PublishMessage<Outbox>[],
-  topic: string,
-  rollbackRate: number,
-  stats: ProducerStats,
-  unrecorded: string[],
-): Promise<void> {
-  let session: Session
-  try {
-    session = await open()
-  } catch (err) {
-    stats.connectErrors++
-    throw err
-  }
-  let ids: string[] = []
-  let commitSent = false
-  let failed = false
-  try {
-    await session.begin()
-    ids = (await session.publish(messages)).map((r) => r.id)
-    await session.exec(statements.insertProduced(ids.length), [...ids, topic])
-    const roll = Math.random()
-    if (roll < rollbackRate) {
-      if (roll < rollbackRate / 2) await session.exec(statements.failing, []).catch(() => {})
-      // Whether ROLLBACK answers or the connection is gone, nothing of it committed.
-      await session.rollback().catch(() => {})
-      unrecorded.push(...ids)
-      stats.rolledBackTransactions++
-      stats.rolledBackMessages += ids.length
-      return
-    }
-    commitSent = true
-    try {
-      await session.commit()
-      stats.committedTransactions++
-      stats.committedMessages += ids.length
-    } catch {
-      failed = true
-      stats.commitErrors++
-      stats.commitErrorMessages += ids.length
-    }
-  } catch (err) {
-    failed = true
-    await session.rollback().catch(() => {})
-    if (!commitSent) {
-      // Failed before COMMIT was sent: nothing committed, and what it had published never will.
-      stats.failedTransactions++
-      unrecorded.push(...ids)
-    }
-    throw err
-  } finally {
-    session.release(failed)
   }
 }
