@@ -26,7 +26,7 @@ export {
 // The test kit: helpers every package's tests share.
 export { collect, type NextEventOptions, nextEvent } from './kit/events.js'
 export { inspectedBy, type RowsQueryable, rowsInspector } from './kit/inspectors.js'
-export { type OutboxTableOptions, useOutboxTable } from './kit/outbox-table.js'
+export { OUTBOX_COLUMNS, type OutboxTableOptions, useOutboxTable } from './kit/outbox-table.js'
 export {
   expectOutboxError,
   failure,
@@ -50,6 +50,7 @@ export {
   type UnawaitedPublish,
 } from './kit/refusals.js'
 export { type FixtureOutboxOptions, messages, RelayFixture, tableSql } from './kit/relay-fixture.js'
+export { type ClaimedAttempt, settleDelivered } from './kit/settlements.js'
 export { removeSqliteFile, tempSqliteFile } from './kit/sqlite-files.js'
 export {
   type PausableProxy,
