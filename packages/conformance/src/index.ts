@@ -30,6 +30,7 @@ export { OUTBOX_COLUMNS, type OutboxTableOptions, useOutboxTable } from './kit/o
 export {
   expectOutboxError,
   failure,
+  invalidConfigMessage,
   type OutboxErrorExpectation,
   rejection,
   settle,
