@@ -26,6 +26,8 @@ export {
 // The test kit: helpers every package's tests share.
 export { collect, type NextEventOptions, nextEvent } from './kit/events.js'
 export { inspectedBy, type RowsQueryable, rowsInspector } from './kit/inspectors.js'
+export { expectProbeHeardOnlyDirectly, type ProbeCheck, type ProbedSubscription } from './kit/listen-probe.js'
+export { expectTimeoutBehindLock, type TimeoutBehindLock } from './kit/lock-timeout.js'
 export { OUTBOX_COLUMNS, type OutboxTableOptions, useOutboxTable } from './kit/outbox-table.js'
 export {
   expectOutboxError,
@@ -59,6 +61,7 @@ export {
   startPausableProxy,
   usePausableProxy,
 } from './kit/tcp-proxy.js'
+export { type TestResources, useTestResources } from './kit/test-resources.js'
 export {
   commitOrRollback,
   inMysqlTransaction,

@@ -6,27 +6,19 @@
 import {
   collect,
   describeThroughPgBouncer,
-  failure,
+  expectProbeHeardOnlyDirectly,
+  expectTimeoutBehindLock,
   nextEvent,
   observeFor,
   testDatabaseUrl,
   uniqueTableName,
+  useTestResources,
   waitFor,
 } from '@outboxkit/conformance'
-import {
-  createRelay,
-  type DeliveredMessage,
-  defineOutbox,
-  isOutboxError,
-  migrate,
-  type Outbox,
-  type OutboxBackend,
-  type Relay,
-  type RelayOptions,
-} from '@outboxkit/core'
+import { type DeliveredMessage, defineOutbox, migrate, type Outbox } from '@outboxkit/core'
 import { postgresJsBackend, publish } from '@outboxkit/postgres-js'
 import postgres from 'postgres'
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { LISTEN_PROBE_PREFIX, listenOn } from '../src/listener.js'
 
 const PRODUCERS = 12
@@ -35,33 +27,18 @@ describeThroughPgBouncer('@outboxkit/postgres-js', (pooledUrl) => {
   let direct: postgres.Sql
   let pooled: postgres.Sql
   const tables: string[] = []
-  const relays: Relay[] = []
-  const backends: OutboxBackend[] = []
-  const closers: (() => Promise<unknown>)[] = []
+  const resources = useTestResources()
+  const { relay, backend: track } = resources
 
   beforeAll(() => {
     direct = postgres(testDatabaseUrl(), { max: 4, onnotice: () => {} })
     pooled = postgres(pooledUrl, { max: PRODUCERS + 4, prepare: false, onnotice: () => {} })
-  })
-  afterEach(async () => {
-    await Promise.all(relays.splice(0).map((r) => r.stop({ graceMs: 0 }).catch(() => {})))
-    await Promise.all(backends.splice(0).map((b) => b.close().catch(() => {})))
-    await Promise.all(closers.splice(0).map((c) => c().catch(() => {})))
   })
   afterAll(async () => {
     for (const t of tables) await direct.unsafe(`DROP TABLE IF EXISTS "${t}"`).catch(() => {})
     await Promise.all([direct?.end(), pooled?.end()])
   })
 
-  const track = (b: OutboxBackend): OutboxBackend => {
-    backends.push(b)
-    return b
-  }
-  const relay = <O extends Outbox<any>>(outbox: O, options: RelayOptions<O>): Relay => {
-    const r = createRelay(outbox, options)
-    relays.push(r)
-    return r
-  }
   async function outboxOn(prefix: string): Promise<Outbox> {
     const table = uniqueTableName(`pjs_bouncer_${prefix}`)
     tables.push(table)
@@ -92,33 +69,27 @@ describeThroughPgBouncer('@outboxkit/postgres-js', (pooledUrl) => {
 
   test('commandTimeoutMs: statements work, and a claim or migrate stuck behind a lock fails with TIMEOUT within the bound', async () => {
     const outbox = await outboxOn('timeout')
-    const b = track(postgresJsBackend(pooled, { commandTimeoutMs: 500 }))
-    const request = { table: outbox.table, topics: ['t'], limit: 100, leaseMs: 30_000, maxAttempts: 10 }
-    await migrate(outbox, b)
-    expect((await produce(outbox, 1)).filter((r) => r.status === 'rejected')).toEqual([])
-    const claimed = await b.claim(request)
-    expect(claimed).toHaveLength(PRODUCERS)
-    const settlements = claimed.map((c) => ({
-      id: c.id,
-      attempts: c.attempts,
-      outcome: 'delivered' as const,
-    }))
-    expect(await b.settle({ table: outbox.table, settlements, keepDelivered: false })).toHaveLength(PRODUCERS)
-
-    const locker = await direct.reserve()
-    try {
-      await locker`BEGIN`
-      await locker.unsafe(`LOCK TABLE "${outbox.table.name}" IN ACCESS EXCLUSIVE MODE`)
-      const stuck = await failure(() => b.claim(request))
-      expect(isOutboxError(stuck.error, 'TIMEOUT'), String(stuck.error)).toBe(true)
-      expect(stuck.ms).toBeLessThan(3_000)
-      const migrating = await failure(() => migrate(outbox, b))
-      expect(isOutboxError(migrating.error, 'TIMEOUT'), String(migrating.error)).toBe(true)
-    } finally {
-      await locker`ROLLBACK`.catch(() => {})
-      locker.release()
-    }
-    expect(await b.claim(request)).toEqual([])
+    await expectTimeoutBehindLock({
+      outbox,
+      backend: track(postgresJsBackend(pooled, { commandTimeoutMs: 500 })),
+      seeded: PRODUCERS,
+      seed: async () => expect((await produce(outbox, 1)).filter((r) => r.status === 'rejected')).toEqual([]),
+      lockTable: async (name) => {
+        const locker = await direct.reserve()
+        const release = async () => {
+          await locker`ROLLBACK`.catch(() => {})
+          locker.release()
+        }
+        try {
+          await locker`BEGIN`
+          await locker.unsafe(`LOCK TABLE "${name}" IN ACCESS EXCLUSIVE MODE`)
+        } catch (error) {
+          await release()
+          throw error
+        }
+        return release
+      },
+    })
   })
 
   describe('LISTEN behind the pooler', () => {
@@ -165,56 +136,25 @@ describeThroughPgBouncer('@outboxkit/postgres-js', (pooledUrl) => {
 
     test("the probe's payload wakes nobody; a publish's does; through the pooler the probe is not heard and onUnavailable is called once", async () => {
       const channel = `okt_pjs_probe_${process.pid}_${Date.now()}`
-      for (const [url, heard] of [
-        [testDatabaseUrl(), true],
-        [pooledUrl, false],
-      ] as const) {
-        const sql = postgres(url, { max: 1, prepare: false, onnotice: () => {} })
-        closers.push(() => sql.end())
-        // Registered first on the same listen connection: it sees each notification before listenOn does.
-        const payloads: string[] = []
-        await sql.listen(channel, (p) => payloads.push(p))
-        let wakes = 0
-        let connected = false
-        const unavailable: string[] = []
-        const sub = await listenOn(
-          sql,
-          channel,
-          {
-            onWake: () => wakes++,
-            onError: () => {},
-            onConnect: () => {
-              connected = true
-            },
-            onUnavailable: (reason) => unavailable.push(reason),
-          },
-          5_000,
-          {
+      await expectProbeHeardOnlyDirectly({
+        urls: [testDatabaseUrl(), pooledUrl],
+        probePrefix: LISTEN_PROBE_PREFIX,
+        subscribe: async (url, handlers) => {
+          const sql = postgres(url, { max: 1, prepare: false, onnotice: () => {} })
+          resources.closer(() => sql.end())
+          // Registered first on the same listen connection: it sees each notification before listenOn does.
+          const payloads: string[] = []
+          await sql.listen(channel, (p) => payloads.push(p))
+          const sub = await listenOn(sql, channel, handlers, 5_000, {
             timeoutMs: 500,
             send: async (payload) => void (await pooled`SELECT pg_notify(${channel}, ${payload})`),
-          },
-        )
-        closers.push(() => sub.close())
-        await waitFor(() => connected, { what: 'the LISTEN connection' })
-        if (heard) {
-          await waitFor(() => payloads.some((p) => p.startsWith(LISTEN_PROBE_PREFIX)), { what: 'the probe' })
-          await direct`SELECT pg_notify(${channel}, '')`
-          await waitFor(() => payloads.includes(''), { what: "a publish's NOTIFY" })
-          // Delivered in commit order on one connection: the probe came first and woke nobody.
-          expect(wakes).toBe(1)
-          await observeFor(800)
-          expect(unavailable).toEqual([])
-        } else {
-          await waitFor(() => unavailable.length > 0, { what: 'onUnavailable' })
-          expect(unavailable[0]).toMatch(
-            /did not hear a probe NOTIFY on channel "okt_pjs_probe_\w+" within 500 ms/,
-          )
-          await observeFor(800)
-          expect(unavailable).toHaveLength(1)
-          expect(payloads).toEqual([])
-        }
-        await sub.close()
-      }
+          })
+          return { payloads, close: () => sub.close() }
+        },
+        notifyDirectly: () => direct`SELECT pg_notify(${channel}, '')`,
+        unavailableReason: [/did not hear a probe NOTIFY on channel "okt_pjs_probe_\w+" within 500 ms/],
+        closer: resources.closer,
+      })
     })
   })
 })
