@@ -39,6 +39,13 @@ export {
   thrown,
 } from './kit/outcomes.js'
 export {
+  type DirectListenCheck,
+  expectPollingWhenUnheard,
+  expectWokenByDirectListen,
+  type PollingCheck,
+  type PooledRelayCheck,
+} from './kit/pooled-listen.js'
+export {
   describeThroughPgBouncer,
   POSTGRES_JS_ESCAPES_THROUGH_PGBOUNCER,
   pgBouncerSkipReason,

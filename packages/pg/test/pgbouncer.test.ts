@@ -7,11 +7,12 @@
 import {
   collect,
   describeThroughPgBouncer,
+  expectPollingWhenUnheard,
   expectProbeHeardOnlyDirectly,
   expectTimeoutBehindLock,
+  expectWokenByDirectListen,
   failure,
   inPgTransaction,
-  nextEvent,
   observeFor,
   testDatabaseUrl,
   uniqueTableName,
@@ -26,6 +27,7 @@ import {
   type Outbox,
   type OutboxBackend,
   type PublishFn,
+  type Relay,
 } from '@outboxkit/core'
 import { type PgTransactionClient, pgBackend, pgPublisher, publish } from '@outboxkit/pg'
 import pg from 'pg'
@@ -82,6 +84,13 @@ describeThroughPgBouncer('@outboxkit/pg', (pooledUrl) => {
         `LISTEN "${channel}"`,
       ])
     ).rows[0].n as number
+  /** The relay checks' view of `outbox` through the pooler. */
+  const pooledRelay = (outbox: Outbox, r: Relay) => ({
+    outbox,
+    relay: r,
+    produce: (rounds: number) => produce(outbox, rounds),
+    count: () => count(outbox),
+  })
   /** A logger that keeps the warn lines. */
   const warnings = (): Logger & { lines: string[] } => {
     const lines: string[] = []
@@ -185,17 +194,13 @@ describeThroughPgBouncer('@outboxkit/pg', (pooledUrl) => {
         pollIntervalMs: 100,
         logger: log,
       })
-      const unavailable = collect(r, 'listenUnavailable')
-      await r.start()
-      const more = produce(outbox, 5) // producers keep committing while it drains
-      await waitFor(() => unavailable.length > 0, { timeoutMs: 10_000, what: 'listenUnavailable' })
-      expect((await more).filter((x) => x.status === 'rejected')).toEqual([])
-      await waitFor(() => seen.length === PRODUCERS * 10, { timeoutMs: 30_000, what: 'every message' })
-      expect(new Set(seen.map((m) => m.id)).size).toBe(PRODUCERS * 10)
-      expect(await count(outbox)).toBe(0)
-      expect(unavailable).toHaveLength(1)
-      expect(unavailable[0]!.reason).toMatch(/transaction-mode pooler/)
-      expect(unavailable[0]!.reason).toContain('pgBackend({ ..., listenConnectionString })')
+      await expectPollingWhenUnheard({
+        ...pooledRelay(outbox, r),
+        seen,
+        more: 5,
+        total: PRODUCERS * 10,
+        advice: 'pgBackend({ ..., listenConnectionString })',
+      })
       expect(log.lines.filter((l) => l.includes('LISTEN is not available'))).toHaveLength(1)
     })
 
@@ -210,17 +215,7 @@ describeThroughPgBouncer('@outboxkit/pg', (pooledUrl) => {
         handlers: { t: () => {} },
         pollIntervalMs: 30_000,
       })
-      const unavailable = collect(r, 'listenUnavailable')
-      const firstClaim = nextEvent(r, 'claimed')
-      await r.start()
-      await firstClaim
-      await waitFor(async () => (await listening(outbox.channel)) === 1, { what: 'the direct LISTEN' })
-      const delivered = nextEvent(r, 'delivered', { timeoutMs: 5_000 })
-      await produce(outbox, 1)
-      await delivered
-      await waitFor(async () => (await count(outbox)) === 0, { timeoutMs: 5_000, what: 'every message' })
-      await observeFor(1_500) // the probe's window (1 s) has passed
-      expect(unavailable).toEqual([])
+      await expectWokenByDirectListen({ ...pooledRelay(outbox, r), listening })
     })
 
     test('directly (no pooler), the probe is heard and nothing is reported', async () => {

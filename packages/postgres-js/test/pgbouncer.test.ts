@@ -4,18 +4,16 @@
 // (issue 12 item 1); LISTEN behind the pooler (item 2): the probe, the one listenUnavailable, and
 // the `listen` option. The conformance suites also run through it (conformance.test.ts).
 import {
-  collect,
   describeThroughPgBouncer,
+  expectPollingWhenUnheard,
   expectProbeHeardOnlyDirectly,
   expectTimeoutBehindLock,
-  nextEvent,
-  observeFor,
+  expectWokenByDirectListen,
   testDatabaseUrl,
   uniqueTableName,
   useTestResources,
-  waitFor,
 } from '@outboxkit/conformance'
-import { type DeliveredMessage, defineOutbox, migrate, type Outbox } from '@outboxkit/core'
+import { type DeliveredMessage, defineOutbox, migrate, type Outbox, type Relay } from '@outboxkit/core'
 import { postgresJsBackend, publish } from '@outboxkit/postgres-js'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
@@ -60,6 +58,13 @@ describeThroughPgBouncer('@outboxkit/postgres-js', (pooledUrl) => {
         }
       }),
     )
+  /** The relay checks' view of `outbox` through the pooler. */
+  const pooledRelay = (outbox: Outbox, r: Relay) => ({
+    outbox,
+    relay: r,
+    produce: (rounds: number) => produce(outbox, rounds),
+    count: () => count(outbox),
+  })
   const listening = async (channel: string) =>
     (
       await direct.unsafe(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE lower(query) = $1`, [
@@ -102,16 +107,13 @@ describeThroughPgBouncer('@outboxkit/postgres-js', (pooledUrl) => {
         handlers: { t: (m) => void seen.push(m) },
         pollIntervalMs: 100,
       })
-      const unavailable = collect(r, 'listenUnavailable')
-      await r.start()
-      const more = produce(outbox, 3)
-      await waitFor(() => unavailable.length > 0, { timeoutMs: 10_000, what: 'listenUnavailable' })
-      expect((await more).filter((x) => x.status === 'rejected')).toEqual([])
-      await waitFor(() => seen.length === PRODUCERS * 6, { timeoutMs: 30_000, what: 'every message' })
-      expect(await count(outbox)).toBe(0)
-      expect(unavailable).toHaveLength(1)
-      expect(unavailable[0]!.reason).toMatch(/transaction-mode pooler/)
-      expect(unavailable[0]!.reason).toContain('postgresJsBackend(sql, { listen: postgres(DIRECT_URL) })')
+      await expectPollingWhenUnheard({
+        ...pooledRelay(outbox, r),
+        seen,
+        more: 3,
+        total: PRODUCERS * 6,
+        advice: 'postgresJsBackend(sql, { listen: postgres(DIRECT_URL) })',
+      })
     })
 
     test('with listen: a direct sql, a publish through the pooler wakes the relay long before a 30 s poll; nothing is reported', async () => {
@@ -121,17 +123,7 @@ describeThroughPgBouncer('@outboxkit/postgres-js', (pooledUrl) => {
         handlers: { t: () => {} },
         pollIntervalMs: 30_000,
       })
-      const unavailable = collect(r, 'listenUnavailable')
-      const firstClaim = nextEvent(r, 'claimed')
-      await r.start()
-      await firstClaim
-      await waitFor(async () => (await listening(outbox.channel)) === 1, { what: 'the direct LISTEN' })
-      const delivered = nextEvent(r, 'delivered', { timeoutMs: 5_000 })
-      await produce(outbox, 1)
-      await delivered
-      await waitFor(async () => (await count(outbox)) === 0, { timeoutMs: 5_000, what: 'every message' })
-      await observeFor(1_500) // the probe's window (1 s) has passed
-      expect(unavailable).toEqual([])
+      await expectWokenByDirectListen({ ...pooledRelay(outbox, r), listening })
     })
 
     test("the probe's payload wakes nobody; a publish's does; through the pooler the probe is not heard and onUnavailable is called once", async () => {
