@@ -14,6 +14,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { parseDatabaseUrl } from '../src/database-url.js'
 import { binary, type Run } from './support/binary.js'
+import { expectSeededDeadList, expectSeededStats } from './support/seeded-stats.js'
 
 // better-sqlite3 is a dev dependency of the CLI without its @types: typed through @outboxkit/sqlite.
 const Database = createRequire(import.meta.url)('better-sqlite3') as new (filename: string) => SqliteDatabase
@@ -169,20 +170,7 @@ describe.each([
       run(['stats']),
     ])
     const stats = json(ok(statsRun))
-    expect(stats).toMatchObject({
-      table: name,
-      states: { pending: 3, processing: 0, dead: 3, delivered: null },
-      dead: 3,
-      topics: [
-        { topic: 'email.send', pending: 1, dead: 2, oldestDueLagMs: null },
-        { topic: 'order.created', pending: 2, dead: 0 },
-        { topic: 'sms.send', pending: 0, dead: 1, oldestPendingAgeMs: null },
-      ],
-    })
-    expect(stats.oldestPendingAgeMs).toBeGreaterThanOrEqual(300_000)
-    expect(stats.oldestPendingAgeMs).toBeLessThan(330_000)
-    expect(stats.oldestDueLagMs).toBeGreaterThanOrEqual(240_000)
-    expect(stats.oldestDueLagMs).toBeLessThan(270_000)
+    expectSeededStats(stats, name)
     expect(json(ok(withDelivered)).states.delivered).toBe(1)
     ok(human)
     expect(human.stdout).toMatch(
@@ -196,14 +184,8 @@ describe.each([
       run(['dead', 'list', '--topic', 'email.send', '--limit', '1']),
     ])
     const list = json(ok(listRun))
-    expect(list.map((d: { id: string }) => d.id)).toEqual([sms, newEmail, oldEmail]) // newest death first
-    expect(list[1]).toMatchObject({
-      topic: 'email.send',
-      attempts: 10,
-      lastError: 'smtp 550: no such user',
-      payload: { to: 'y@example.com' },
-      headers: {},
-    })
+    expectSeededDeadList(list, [sms, newEmail, oldEmail])
+    expect(list[1]).toMatchObject({ headers: {} })
     const deadAgo = Date.now() - Date.parse(list[1].deadAt)
     expect(deadAgo).toBeGreaterThanOrEqual(3_600_000 - 5_000) // read in UTC from the database clock
     expect(deadAgo).toBeLessThan(3_600_000 + 60_000)
@@ -320,26 +302,20 @@ describe('SQLite specifics', () => {
   test('DATABASE_URL forms: sqlite:<path>, sqlite:///abs, file:<path>, file:///abs; refusals', () => {
     const cwd = process.cwd()
     const parse = (url: string) => parseDatabaseUrl(url, 'stats')
-    expect(parse('sqlite:app.db')).toEqual({ dialect: 'sqlite', filename: join(cwd, 'app.db') })
-    expect(parse('sqlite:./data/app.db')).toEqual({ dialect: 'sqlite', filename: join(cwd, 'data/app.db') })
-    expect(parse('sqlite:/var/lib/app.db')).toEqual({ dialect: 'sqlite', filename: '/var/lib/app.db' })
-    expect(parse('sqlite:///var/lib/my%20app.db')).toEqual({
-      dialect: 'sqlite',
-      filename: '/var/lib/my app.db',
-    })
-    expect(parse('file:./prisma/dev.db?connection_limit=1')).toEqual({
-      dialect: 'sqlite',
-      filename: join(cwd, 'prisma/dev.db'),
-    })
-    expect(parse('FILE:///var/lib/app.db')).toEqual({ dialect: 'sqlite', filename: '/var/lib/app.db' })
-    expect(parse('mariadb://u:p@h:3306/db?ssl=true')).toEqual({
-      dialect: 'mysql',
-      uri: 'mysql://u:p@h:3306/db?ssl=true',
-    })
-    expect(parse('postgresql://u@h/db')).toEqual({
-      dialect: 'postgres',
-      connectionString: 'postgresql://u@h/db',
-    })
+    const forms: [string, ReturnType<typeof parse>][] = [
+      ['sqlite:app.db', { dialect: 'sqlite', filename: join(cwd, 'app.db') }],
+      ['sqlite:./data/app.db', { dialect: 'sqlite', filename: join(cwd, 'data/app.db') }],
+      ['sqlite:/var/lib/app.db', { dialect: 'sqlite', filename: '/var/lib/app.db' }],
+      ['sqlite:///var/lib/my%20app.db', { dialect: 'sqlite', filename: '/var/lib/my app.db' }],
+      [
+        'file:./prisma/dev.db?connection_limit=1',
+        { dialect: 'sqlite', filename: join(cwd, 'prisma/dev.db') },
+      ],
+      ['FILE:///var/lib/app.db', { dialect: 'sqlite', filename: '/var/lib/app.db' }],
+      ['mariadb://u:p@h:3306/db?ssl=true', { dialect: 'mysql', uri: 'mysql://u:p@h:3306/db?ssl=true' }],
+      ['postgresql://u@h/db', { dialect: 'postgres', connectionString: 'postgresql://u@h/db' }],
+    ]
+    for (const [url, parsed] of forms) expect(parse(url), url).toEqual(parsed)
     const refusals: [string, RegExp][] = [
       ['sqlite:', /names no SQLite file/],
       ['sqlite::memory:', /in-memory SQLite database/],

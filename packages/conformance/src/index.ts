@@ -26,15 +26,25 @@ export {
 // The test kit: helpers every package's tests share.
 export { collect, type NextEventOptions, nextEvent } from './kit/events.js'
 export { inspectedBy, type RowsQueryable, rowsInspector } from './kit/inspectors.js'
-export { type OutboxTableOptions, useOutboxTable } from './kit/outbox-table.js'
+export { expectProbeHeardOnlyDirectly, type ProbeCheck, type ProbedSubscription } from './kit/listen-probe.js'
+export { expectTimeoutBehindLock, type TimeoutBehindLock } from './kit/lock-timeout.js'
+export { OUTBOX_COLUMNS, type OutboxTableOptions, useOutboxTable } from './kit/outbox-table.js'
 export {
   expectOutboxError,
   failure,
+  invalidConfigMessage,
   type OutboxErrorExpectation,
   rejection,
   settle,
   thrown,
 } from './kit/outcomes.js'
+export {
+  type DirectListenCheck,
+  expectPollingWhenUnheard,
+  expectWokenByDirectListen,
+  type PollingCheck,
+  type PooledRelayCheck,
+} from './kit/pooled-listen.js'
 export {
   describeThroughPgBouncer,
   POSTGRES_JS_ESCAPES_THROUGH_PGBOUNCER,
@@ -50,6 +60,7 @@ export {
   type UnawaitedPublish,
 } from './kit/refusals.js'
 export { type FixtureOutboxOptions, messages, RelayFixture, tableSql } from './kit/relay-fixture.js'
+export { type ClaimedAttempt, settleDelivered } from './kit/settlements.js'
 export { removeSqliteFile, tempSqliteFile } from './kit/sqlite-files.js'
 export {
   type PausableProxy,
@@ -57,6 +68,7 @@ export {
   startPausableProxy,
   usePausableProxy,
 } from './kit/tcp-proxy.js'
+export { type TestResources, useTestResources } from './kit/test-resources.js'
 export {
   commitOrRollback,
   inMysqlTransaction,

@@ -24,6 +24,7 @@ export {
   sendMysql2Statement,
   toMysqlResult,
 } from './dialect/mysql/mysql2-connection.js'
+export { type ProbedStatementRunner, runProbedMysqlStatement } from './dialect/mysql/probed-statement.js'
 export {
   createMysqlPublisher,
   type MysqlPublisherSpec,

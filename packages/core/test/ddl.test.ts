@@ -1,23 +1,11 @@
-import { mysqlInspector, uniqueTableName } from '@outboxkit/conformance'
+import { mysqlInspector, OUTBOX_COLUMNS, uniqueTableName } from '@outboxkit/conformance'
 import { defineOutbox, isOutboxError, outboxDdl } from '@outboxkit/core'
 import Database from 'better-sqlite3'
 import { describe, expect, test } from 'vitest'
 
 // outboxDdl is what users paste into their own migration tools: each dialect's script must run
 // on that database as is, twice (idempotent), and create the contract's columns.
-const columns = [
-  'id',
-  'topic',
-  'key',
-  'payload',
-  'headers',
-  'state',
-  'attempts',
-  'available_at',
-  'created_at',
-  'dedup_key',
-  'last_error',
-]
+const columns = [...OUTBOX_COLUMNS]
 
 describe('outboxDdl per dialect', () => {
   test('sqlite: runs twice on a fresh database and creates every column', () => {

@@ -5,7 +5,13 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 // The lease heartbeat, run on every database of the matrix (DIALECTS).
 import { DIALECTS, waitFor } from '@outboxkit/conformance'
-import { createRelay, isOutboxError, type Outbox, type OutboxBackend } from '@outboxkit/core'
+import {
+  createRelay,
+  isOutboxError,
+  type Outbox,
+  type OutboxBackend,
+  type RelayOptions,
+} from '@outboxkit/core'
 import type { ExtendLeaseRequest } from '@outboxkit/core/adapter'
 import { describe, expect, test } from 'vitest'
 import { deferred, nextEvent, observeFor, useHarness } from './support/harness.js'
@@ -30,6 +36,26 @@ function recordExtensions(
 
 describe.each(DIALECTS)('%s', (dialect) => {
   const h = useHarness(dialect)
+
+  /**
+   * Relay A, polling once a minute without LISTEN: its handler of `t` hands its signal to `started`
+   * and runs until that signal aborts it.
+   */
+  const hangingRelay = (outbox: Outbox<any>, options: Partial<RelayOptions<Outbox<any>>>) => {
+    const started = deferred<AbortSignal>()
+    const relay = h.relay(outbox, {
+      handlers: {
+        t: async (_m, { signal }) => {
+          started.resolve(signal)
+          await new Promise((r) => signal.addEventListener('abort', r))
+        },
+      },
+      pollIntervalMs: 60_000,
+      notify: false,
+      ...options,
+    })
+    return { relay, started }
+  }
 
   /** `available_at - now()` of a row, in ms (database clock). */
   const leaseLeftMs = async (outbox: Outbox<any>, id: string) => (await h.row(outbox, id))?.due_in_ms
@@ -93,19 +119,7 @@ describe.each(DIALECTS)('%s', (dialect) => {
 
     test('heartbeatMs: false: a handler outliving its lease is aborted and delivered again (the old behaviour)', async () => {
       const outbox = await h.outbox('hb_off')
-      const started = deferred<AbortSignal>()
-      const relayA = h.relay(outbox, {
-        handlers: {
-          t: async (_m, { signal }) => {
-            started.resolve(signal)
-            await new Promise((r) => signal.addEventListener('abort', r))
-          },
-        },
-        leaseMs: 300,
-        heartbeatMs: false,
-        pollIntervalMs: 60_000,
-        notify: false,
-      })
+      const { relay: relayA, started } = hangingRelay(outbox, { leaseMs: 300, heartbeatMs: false })
       const relayB = h.relay(outbox, { handlers: { t: () => {} }, pollIntervalMs: 25, notify: false })
       const redelivered = nextEvent(relayB, 'delivered')
       await h.publish(outbox, [{ topic: 't', payload: {} }])
@@ -118,22 +132,10 @@ describe.each(DIALECTS)('%s', (dialect) => {
 
     test('extensions that fail let the lease lapse: the handler is aborted then, and another relay takes over', async () => {
       const outbox = await h.outbox('hb_fail')
-      const started = deferred<AbortSignal>()
       const a = recordExtensions(h.backend(), async () => {
         throw new Error('database unreachable')
       })
-      const relayA = h.relay(outbox, {
-        backend: a.backend,
-        handlers: {
-          t: async (_m, { signal }) => {
-            started.resolve(signal)
-            await new Promise((r) => signal.addEventListener('abort', r))
-          },
-        },
-        leaseMs: 400,
-        pollIntervalMs: 60_000,
-        notify: false,
-      })
+      const { relay: relayA, started } = hangingRelay(outbox, { backend: a.backend, leaseMs: 400 })
       const leaseErrors = nextEvent(relayA, 'error', { where: (e) => e.during === 'lease' })
       const relayB = h.relay(outbox, { handlers: { t: () => {} }, pollIntervalMs: 25, notify: false })
       const redelivered = nextEvent(relayB, 'delivered')
@@ -151,19 +153,7 @@ describe.each(DIALECTS)('%s', (dialect) => {
 
     test('the extension is fenced by attempts: a message taken over meanwhile is not extended and its handler is aborted', async () => {
       const outbox = await h.outbox('hb_fence')
-      const started = deferred<AbortSignal>()
-      const relayA = h.relay(outbox, {
-        handlers: {
-          t: async (_m, { signal }) => {
-            started.resolve(signal)
-            await new Promise((r) => signal.addEventListener('abort', r))
-          },
-        },
-        leaseMs: 3_000,
-        heartbeatMs: 50,
-        pollIntervalMs: 60_000,
-        notify: false,
-      })
+      const { relay: relayA, started } = hangingRelay(outbox, { leaseMs: 3_000, heartbeatMs: 50 })
       const [p] = await h.publish(outbox, [{ topic: 't', payload: {} }])
       await relayA.start()
       const signal = await started.promise

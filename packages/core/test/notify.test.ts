@@ -1,4 +1,5 @@
 import { waitFor } from '@outboxkit/conformance'
+import type { Outbox } from '@outboxkit/core'
 import { afterAll, afterEach, describe, expect, test } from 'vitest'
 import { Harness, nextEvent } from './support/harness.js'
 
@@ -15,13 +16,19 @@ async function listeners(channel: string): Promise<{ pid: number; state: string 
 
 const FAR_BELOW_POLL_MS = 5_000
 
+/** A started relay on `outbox` handling `t`, once its start-up claim is done (returned with it). */
+async function startedIdle(outbox: Outbox<any>, options: { pollIntervalMs: number; notify?: false }) {
+  const relay = h.relay(outbox, { handlers: { t: () => {} }, ...options })
+  const firstClaim = nextEvent(relay, 'claimed')
+  await relay.start()
+  return { relay, firstClaim: await firstClaim }
+}
+
 describe('NOTIFY wake-up and poll fallback', () => {
   test('with a 60 s poll, a message published after start is delivered within a few seconds (the wake)', async () => {
     const outbox = await h.outbox('wake')
-    const relay = h.relay(outbox, { handlers: { t: () => {} }, pollIntervalMs: 60_000 })
-    const firstClaim = nextEvent(relay, 'claimed')
-    await relay.start()
-    expect((await firstClaim).count).toBe(0) // the start-up claim is done: only a wake can claim again
+    const { relay, firstClaim } = await startedIdle(outbox, { pollIntervalMs: 60_000 })
+    expect(firstClaim.count).toBe(0) // the start-up claim is done: only a wake can claim again
     expect(await listeners(outbox.channel)).toHaveLength(1)
     const delivered = nextEvent(relay, 'delivered', { timeoutMs: FAR_BELOW_POLL_MS })
     const t0 = Date.now()
@@ -32,10 +39,7 @@ describe('NOTIFY wake-up and poll fallback', () => {
 
   test('with notify off on the relay, polling alone still delivers (and nothing LISTENs)', async () => {
     const outbox = await h.outbox('poll')
-    const relay = h.relay(outbox, { handlers: { t: () => {} }, pollIntervalMs: 100, notify: false })
-    const firstClaim = nextEvent(relay, 'claimed')
-    await relay.start()
-    await firstClaim
+    const { relay } = await startedIdle(outbox, { pollIntervalMs: 100, notify: false })
     expect(await listeners(outbox.channel)).toEqual([])
     const delivered = nextEvent(relay, 'delivered', { timeoutMs: 5_000 })
     const [p] = await h.publish(outbox, [{ topic: 't', payload: {} }])
@@ -44,10 +48,7 @@ describe('NOTIFY wake-up and poll fallback', () => {
 
   test('with defineOutbox({ notify: false }) and a 60 s poll: not delivered within 1.5 s, delivered after wake()', async () => {
     const outbox = await h.outbox('silent', { notify: false })
-    const relay = h.relay(outbox, { handlers: { t: () => {} }, pollIntervalMs: 60_000 })
-    const firstClaim = nextEvent(relay, 'claimed')
-    await relay.start()
-    await firstClaim
+    const { relay } = await startedIdle(outbox, { pollIntervalMs: 60_000 })
     const [p] = await h.publish(outbox, [{ topic: 't', payload: {} }])
     // The negative half: no wake was sent, so no claim may find it for 1.5 s.
     await expect(nextEvent(relay, 'claimed', { timeoutMs: 1_500 })).rejects.toThrow(/timed out/)
@@ -61,10 +62,7 @@ describe('NOTIFY wake-up and poll fallback', () => {
 describe('listener reconnect', () => {
   test('a terminated LISTEN connection is reported, re-established, and wakes work again', async () => {
     const outbox = await h.outbox('reconnect')
-    const relay = h.relay(outbox, { handlers: { t: () => {} }, pollIntervalMs: 60_000 })
-    const firstClaim = nextEvent(relay, 'claimed')
-    await relay.start()
-    await firstClaim
+    const { relay } = await startedIdle(outbox, { pollIntervalMs: 60_000 })
     const [before] = await listeners(outbox.channel)
     expect(before).toBeDefined()
 

@@ -44,6 +44,29 @@ metrics.setGlobalMeterProvider(meterProvider)
 const tracer = trace.getTracer('app')
 
 const h = new Harness()
+
+/**
+ * A relay on `outbox` that handles only topic `z`, polls once a minute and reads the queue gauges
+ * every `statsIntervalMs`; `statsCalls` counts its backend's `stats` reads.
+ */
+function gaugeRelay(outbox: Outbox<any>, statsIntervalMs: number) {
+  const inner = h.backend()
+  let calls = 0
+  const backend: OutboxBackend = {
+    ...inner,
+    stats(request) {
+      calls++
+      return inner.stats!(request)
+    },
+  }
+  const relay = h.relay(outbox, {
+    backend,
+    handlers: { z: () => {} },
+    pollIntervalMs: 60_000,
+    telemetry: { statsIntervalMs },
+  })
+  return { relay, statsCalls: () => calls }
+}
 beforeEach(() => spanExporter.reset())
 afterEach(() => h.cleanup())
 afterAll(async () => {
@@ -368,22 +391,8 @@ describe('metrics', () => {
          (gen_random_uuid(), 'b', '{}', 'dead', 3, now() - interval '1 hour', now()),
          (gen_random_uuid(), 'c', '{}', 'delivered', 1, now(), now())`,
     )
-    const inner = h.backend()
-    let statsCalls = 0
-    const backend: OutboxBackend = {
-      ...inner,
-      stats(request) {
-        statsCalls++
-        return inner.stats!(request)
-      },
-    }
     // Handles only topic 'z', so the seeded rows stay as they are.
-    const relay = h.relay(outbox, {
-      backend,
-      handlers: { z: () => {} },
-      pollIntervalMs: 60_000,
-      telemetry: { statsIntervalMs: 60_000 },
-    })
+    const { relay, statsCalls } = gaugeRelay(outbox, 60_000)
     expect(points(await collect(), metricNames.queueDepth, outbox)).toEqual({}) // not before start
     await relay.start()
     const data = await collect()
@@ -411,32 +420,18 @@ describe('metrics', () => {
     expect(age).toBeLessThan(120)
     expect(lag).toBeGreaterThanOrEqual(60)
     expect(lag).toBeLessThan(90)
-    expect(statsCalls).toBe(1)
+    expect(statsCalls()).toBe(1)
     await collect()
     await collect()
-    expect(statsCalls).toBe(1) // within statsIntervalMs: the last read is reused
+    expect(statsCalls()).toBe(1) // within statsIntervalMs: the last read is reused
   })
 
   test('queue gauges re-read once the interval has passed, and stop reading when the relay stops', async () => {
     const outbox = await h.outbox('otel_interval')
-    const inner = h.backend()
-    let statsCalls = 0
-    const backend: OutboxBackend = {
-      ...inner,
-      stats(request) {
-        statsCalls++
-        return inner.stats!(request)
-      },
-    }
-    const relay = h.relay(outbox, {
-      backend,
-      handlers: { z: () => {} },
-      pollIntervalMs: 60_000,
-      telemetry: { statsIntervalMs: 200 },
-    })
+    const { relay, statsCalls } = gaugeRelay(outbox, 200)
     await relay.start()
     await collect()
-    expect(statsCalls).toBe(1)
+    expect(statsCalls()).toBe(1)
     await h.query(
       `INSERT INTO ${tableSql(outbox)} (id, topic, payload, state) VALUES (gen_random_uuid(), 'q', '{}', 'dead')`,
     )
@@ -451,13 +446,13 @@ describe('metrics', () => {
       { intervalMs: 50, what: 'the new dead row in the gauge' },
     )
     expect(seen).toBe(1)
-    expect(statsCalls).toBeGreaterThanOrEqual(2)
+    expect(statsCalls()).toBeGreaterThanOrEqual(2)
 
     await relay.stop()
-    const atStop = statsCalls
+    const atStop = statsCalls()
     await observeFor(300) // longer than statsIntervalMs: a live callback would query again
     await collect()
-    expect(statsCalls).toBe(atStop)
+    expect(statsCalls()).toBe(atStop)
   })
 })
 

@@ -19,6 +19,9 @@ import { afterAll, afterEach, describe, expect, test } from 'vitest'
 import { Harness, observeFor, tableSql } from './support/harness.js'
 
 const h = new Harness()
+
+/** Messages of the ordered topic `o` on one key `k`, in this order, each carrying its label. */
+const keyed = (...labels: string[]) => labels.map((label) => ({ topic: 'o', key: 'k', payload: { label } }))
 afterEach(() => h.cleanup())
 afterAll(() => h.close())
 
@@ -109,20 +112,14 @@ describe('claim: only the head of each key', () => {
 
   test('without `ordering` in the request (a relay of unordered topics) the claim ignores order', async () => {
     const outbox = await h.outbox('ord_plain', { orderedTopics: ['o'] })
-    await h.publish(outbox, [
-      { topic: 'o', key: 'k', payload: { label: 'a' } },
-      { topic: 'o', key: 'k', payload: { label: 'b' } },
-    ])
+    await h.publish(outbox, keyed('a', 'b'))
     const { labels } = await claimLabels(h.backend(), claimRequest(outbox, { ordering: undefined }))
     expect(labels).toEqual(['a', 'b'])
   })
 
   test('a head dead-lettered at claim (attempts used up) blocks its key', async () => {
     const outbox = await h.outbox('ord_dead_claim', { orderedTopics: ['o'] })
-    await h.publish(outbox, [
-      { topic: 'o', key: 'k', payload: { label: 'a' } },
-      { topic: 'o', key: 'k', payload: { label: 'b' } },
-    ])
+    await h.publish(outbox, keyed('a', 'b'))
     const backend = h.backend()
     expect((await claimLabels(backend, claimRequest(outbox, { leaseMs: 1, maxAttempts: 1 }))).labels).toEqual(
       ['a'],
@@ -143,11 +140,7 @@ describe('relay: per-key order with head-of-line blocking', () => {
       if (label === 'a' && attempts === 1) throw new Error('transient')
       if (label === 'a' && attempts === 2) throw new Retry({ delayMs: 150 })
     })
-    await h.publish(outbox, [
-      { topic: 'o', key: 'k', payload: { label: 'a' } },
-      { topic: 'o', key: 'k', payload: { label: 'b' } },
-      { topic: 'o', key: 'k', payload: { label: 'c' } },
-    ])
+    await h.publish(outbox, keyed('a', 'b', 'c'))
     await relay.start()
     await waitFor(() => log.length === 5, { what: 'five handler calls' })
     expect(log).toEqual(['a!', 'a!', 'a', 'b', 'c'])
@@ -205,10 +198,7 @@ describe('relay: per-key order with head-of-line blocking', () => {
     const { relay, log } = recordingRelay(outbox, ['o'], (label) => {
       if (label === 'a') throw new Cancel('poison')
     })
-    const [a] = await h.publish(outbox, [
-      { topic: 'o', key: 'k', payload: { label: 'a' } },
-      { topic: 'o', key: 'k', payload: { label: 'b' } },
-    ])
+    const [a] = await h.publish(outbox, keyed('a', 'b'))
     await relay.start()
     await waitFor(async () => (await h.row(outbox, a!.id))?.state === 'dead', { what: 'a dead' })
     expect(log).toEqual(['a!'])
@@ -224,11 +214,7 @@ describe('relay: per-key order with head-of-line blocking', () => {
     const { relay, log } = recordingRelay(outbox, ['o'], (label) => {
       if (label === 'a') throw new Cancel('poison')
     })
-    await h.publish(outbox, [
-      { topic: 'o', key: 'k', payload: { label: 'a' } },
-      { topic: 'o', key: 'k', payload: { label: 'b' } },
-      { topic: 'o', key: 'k', payload: { label: 'c' } },
-    ])
+    await h.publish(outbox, keyed('a', 'b', 'c'))
     await relay.start()
     await waitFor(() => log.length === 3, { what: 'three handler calls' })
     expect(log).toEqual(['a!', 'b', 'c'])

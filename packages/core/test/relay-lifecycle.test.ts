@@ -3,16 +3,26 @@ import { existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DIALECTS, removeSqliteFile, waitFor } from '@outboxkit/conformance'
-import { createRelay, type DeliveredMessage, migrate } from '@outboxkit/core'
+import { createRelay, type DeliveredMessage, migrate, type Outbox, type OutboxBackend } from '@outboxkit/core'
 import { pgBackend } from '@outboxkit/pg'
 import pg from 'pg'
 import { describe, expect, test } from 'vitest'
-import { deferred, nextEvent, useHarness, wrapBackend } from './support/harness.js'
+import { deferred, type Harness, nextEvent, useHarness, wrapBackend } from './support/harness.js'
 
 interface Run {
   message: DeliveredMessage
   signal: AbortSignal
   release: () => void
+}
+
+/** A relay on `backend` delivers one published message and is stopped. */
+async function deliverOneAndStop(h: Harness, outbox: Outbox<any>, backend: OutboxBackend): Promise<void> {
+  const relay = createRelay(outbox, { backend, handlers: { t: () => {} } })
+  const delivered = nextEvent(relay, 'delivered')
+  await h.publish(outbox, [{ topic: 't', payload: {} }])
+  await relay.start()
+  await delivered
+  await relay.stop()
 }
 
 describe.each(DIALECTS)('%s', (dialect) => {
@@ -123,12 +133,7 @@ describe.each(DIALECTS)('%s', (dialect) => {
         const outbox = await h.outbox('own_pool')
         const pool = new pg.Pool({ connectionString: h.url, max: 3 })
         try {
-          const relay = createRelay(outbox, { backend: pgBackend({ pool }), handlers: { t: () => {} } })
-          const delivered = nextEvent(relay, 'delivered')
-          await h.publish(outbox, [{ topic: 't', payload: {} }])
-          await relay.start()
-          await delivered
-          await relay.stop()
+          await deliverOneAndStop(h, outbox, pgBackend({ pool }))
           expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }])
           expect(pool.ended).toBe(false)
         } finally {
@@ -172,12 +177,7 @@ describe.each(DIALECTS)('%s', (dialect) => {
         const { mysqlBackend } = await import('@outboxkit/mysql')
         const pool = mysql.createPool({ uri: h.url, connectionLimit: 3 })
         try {
-          const relay = createRelay(outbox, { backend: mysqlBackend({ pool }), handlers: { t: () => {} } })
-          const delivered = nextEvent(relay, 'delivered')
-          await h.publish(outbox, [{ topic: 't', payload: {} }])
-          await relay.start()
-          await delivered
-          await relay.stop()
+          await deliverOneAndStop(h, outbox, mysqlBackend({ pool }))
           const [rows] = await pool.query('SELECT 1 AS one')
           expect(rows).toEqual([{ one: 1 }])
         } finally {

@@ -8,9 +8,8 @@ import {
   type MysqlResult,
   type MysqlStatement,
   mysql2ConnectionState,
-  mysqlStatusInTransaction,
+  runProbedMysqlStatement,
   sendMysql2Statement,
-  toMysqlResult,
 } from '@outboxkit/core/adapter'
 import { is } from 'drizzle-orm'
 import { type MySqlSession, MySqlTransaction } from 'drizzle-orm/mysql-core'
@@ -135,24 +134,21 @@ export async function executeMysql(
   const session = sessionOf(tx)
   const core = connectionOf(session)
   if (typeof core === 'string') throw notInTransaction(core)
-  if (!statement.write) return toMysqlResult(await throughDrizzle(session, statement))
-  if (statement.guarded) {
-    const header = (await throughDrizzle(session, statement)) as { serverStatus?: unknown }
-    // The guard wrote nothing outside a transaction; the OK packet says whether that happened.
-    if (!mysqlStatusInTransaction(header?.serverStatus)) throw notInTransactionNow()
-    return toMysqlResult(header)
-  }
-  if (canQueueMysql2Commands(core)) {
+  if (statement.write && !statement.guarded && canQueueMysql2Commands(core)) {
     return sendMysql2Statement(core, statement, {
       notInTransaction: notInTransactionNow,
       onSend: () => logQuery(session, statement),
     })
   }
-  // A mysql2 without the internal command API: probe, then write (one more round trip, and a
-  // COMMIT queued in between by a publish that was not awaited would not be seen).
-  const probe = (await throughDrizzle(session, { ...statement, sql: 'DO 0', params: [] })) as {
-    serverStatus?: unknown
-  }
-  if (!mysqlStatusInTransaction(probe?.serverStatus)) throw notInTransactionNow()
-  return toMysqlResult(await throughDrizzle(session, statement))
+  // Reads, and guarded writes, through Drizzle; without mysql2's internal command API an
+  // unguarded write is probed first, then written (one more round trip, and a COMMIT queued in
+  // between by a publish that was not awaited would not be seen).
+  return runProbedMysqlStatement(
+    {
+      run: (s) => throughDrizzle(session, s),
+      probe: () => throughDrizzle(session, { ...statement, sql: 'DO 0', params: [] }),
+      notInTransaction: notInTransactionNow,
+    },
+    statement,
+  )
 }

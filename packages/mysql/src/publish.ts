@@ -10,9 +10,8 @@ import {
   type MysqlResult,
   type MysqlStatement,
   mysql2ConnectionState,
-  mysqlStatusInTransaction,
+  runProbedMysqlStatement,
   sendMysql2Statement,
-  toMysqlResult,
 } from '@outboxkit/core/adapter'
 import type { Connection, PoolConnection } from 'mysql2/promise'
 
@@ -97,20 +96,15 @@ async function run(conn: MysqlTransactionConnection, statement: MysqlStatement):
  * by its own OK packet (guarded) or by a `DO 0` probe sent first (one more round trip, and a
  * COMMIT queued in between by a publish that was not awaited would not be seen).
  */
-async function viaPromiseApi(
-  conn: MysqlTransactionConnection,
-  statement: MysqlStatement,
-): Promise<MysqlResult> {
-  if (!statement.write) return toMysqlResult(await run(conn, statement))
-  if (!statement.guarded) {
-    const probe = (await conn.query('DO 0'))[0] as { serverStatus?: unknown }
-    if (!mysqlStatusInTransaction(probe?.serverStatus)) throw notInTransaction()
-    return toMysqlResult(await run(conn, statement))
-  }
-  const header = (await run(conn, statement)) as { serverStatus?: unknown }
-  // The guard wrote nothing outside a transaction; the OK packet says whether that happened.
-  if (!mysqlStatusInTransaction(header?.serverStatus)) throw notInTransaction()
-  return toMysqlResult(header)
+function viaPromiseApi(conn: MysqlTransactionConnection, statement: MysqlStatement): Promise<MysqlResult> {
+  return runProbedMysqlStatement(
+    {
+      run: (s) => run(conn, s),
+      probe: async () => (await conn.query('DO 0'))[0],
+      notInTransaction,
+    },
+    statement,
+  )
 }
 
 /**

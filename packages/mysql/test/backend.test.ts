@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import { testMysqlUri, usePausableProxy, waitFor } from '@outboxkit/conformance'
+import {
+  OUTBOX_COLUMNS,
+  settleDelivered,
+  testMysqlUri,
+  usePausableProxy,
+  waitFor,
+} from '@outboxkit/conformance'
 import {
   createRelay,
   defineOutbox,
@@ -94,21 +100,7 @@ describe('mysqlBackend', () => {
         `SELECT column_name AS c FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? ORDER BY ordinal_position`,
         [outbox.table.name],
       )
-      expect(cols.map((r) => r.c)).toEqual(
-        expect.arrayContaining([
-          'id',
-          'topic',
-          'key',
-          'payload',
-          'headers',
-          'state',
-          'attempts',
-          'available_at',
-          'created_at',
-          'dedup_key',
-          'last_error',
-        ]),
-      )
+      expect(cols.map((r) => r.c)).toEqual(expect.arrayContaining([...OUTBOX_COLUMNS]))
       // No ordered topics: no keys table.
       const keys = await f.query(
         `SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?`,
@@ -237,21 +229,9 @@ describe('mysqlBackend', () => {
     expect(await rowOf(outbox, y!.id)).toMatchObject({ state: 'dead', last_error: 'give up' })
     expect(await rowOf(outbox, z!.id)).toMatchObject({ state: 'processing' })
     // keepDelivered keeps the row, state delivered; a settle after dead-letter at claim is fenced by state.
-    expect(
-      await b.settle({
-        table: outbox.table,
-        keepDelivered: true,
-        settlements: [{ id: z!.id, attempts: 1, outcome: 'delivered' }],
-      }),
-    ).toEqual([z!.id])
+    expect(await settleDelivered(b, outbox, { id: z!.id, attempts: 1 }, true)).toEqual([z!.id])
     expect(await rowOf(outbox, z!.id)).toMatchObject({ state: 'delivered' })
-    expect(
-      await b.settle({
-        table: outbox.table,
-        keepDelivered: false,
-        settlements: [{ id: y!.id, attempts: 1, outcome: 'delivered' }],
-      }),
-    ).toEqual([])
+    expect(await settleDelivered(b, outbox, { id: y!.id, attempts: 1 }, false)).toEqual([])
   })
 
   test('extendLease pushes the lease of a live claim only', async () => {

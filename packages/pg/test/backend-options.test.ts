@@ -1,22 +1,12 @@
 // pgBackend checks its options instead of guessing: an unknown name (a typo, an option of another
 // backend) is INVALID_CONFIG naming it and the closest valid one, and pg.Pool's own options pass.
-import { testDatabaseUrl } from '@outboxkit/conformance'
-import { isOutboxError } from '@outboxkit/core'
+import { invalidConfigMessage, testDatabaseUrl } from '@outboxkit/conformance'
 import { pgBackend, pgPublisher, publish, publishMany } from '@outboxkit/pg'
 import pg from 'pg'
 import { afterAll, describe, expect, test } from 'vitest'
 
-function refusal(fn: () => unknown): string {
-  let err: unknown
-  try {
-    fn()
-  } catch (e) {
-    err = e
-  }
-  expect(isOutboxError(err, 'INVALID_CONFIG'), String(err)).toBe(true)
-  expect((err as Error).message).toMatch(/^\[outboxkit\] \[pg\] /)
-  return (err as Error).message
-}
+/** What `fn` throws: an INVALID_CONFIG error of the pg adapter; its message. */
+const refusal = (fn: () => unknown): string => invalidConfigMessage('pg', fn)
 
 describe('pgBackend options', () => {
   const pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 1 })

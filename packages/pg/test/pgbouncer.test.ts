@@ -7,30 +7,31 @@
 import {
   collect,
   describeThroughPgBouncer,
+  expectPollingWhenUnheard,
+  expectProbeHeardOnlyDirectly,
+  expectTimeoutBehindLock,
+  expectWokenByDirectListen,
   failure,
   inPgTransaction,
-  nextEvent,
   observeFor,
   testDatabaseUrl,
   uniqueTableName,
+  useTestResources,
   waitFor,
 } from '@outboxkit/conformance'
 import {
-  createRelay,
   type DeliveredMessage,
   defineOutbox,
-  isOutboxError,
   type Logger,
   migrate,
   type Outbox,
   type OutboxBackend,
   type PublishFn,
   type Relay,
-  type RelayOptions,
 } from '@outboxkit/core'
 import { type PgTransactionClient, pgBackend, pgPublisher, publish } from '@outboxkit/pg'
 import pg from 'pg'
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { LISTEN_PROBE_PREFIX, listenWithReconnect } from '../src/listener.js'
 
 const PRODUCERS = 12
@@ -39,35 +40,21 @@ describeThroughPgBouncer('@outboxkit/pg', (pooledUrl) => {
   let direct: pg.Pool
   let pooled: pg.Pool
   const tables: string[] = []
-  const relays: Relay[] = []
-  const backends: OutboxBackend[] = []
-  const closers: (() => Promise<unknown>)[] = []
+  const resources = useTestResources()
+  const { relay } = resources
 
   beforeAll(() => {
     direct = new pg.Pool({ connectionString: testDatabaseUrl(), max: 4 })
     pooled = new pg.Pool({ connectionString: pooledUrl, max: PRODUCERS + 4 })
     for (const p of [direct, pooled]) p.on('error', () => {})
   })
-  afterEach(async () => {
-    await Promise.all(relays.splice(0).map((r) => r.stop({ graceMs: 0 }).catch(() => {})))
-    await Promise.all(backends.splice(0).map((b) => b.close().catch(() => {})))
-    await Promise.all(closers.splice(0).map((c) => c().catch(() => {})))
-  })
   afterAll(async () => {
     for (const t of tables) await direct.query(`DROP TABLE IF EXISTS "${t}"`).catch(() => {})
     await Promise.all([direct?.end(), pooled?.end()])
   })
 
-  const backend = (options: Parameters<typeof pgBackend>[0]): OutboxBackend => {
-    const b = pgBackend(options)
-    backends.push(b)
-    return b
-  }
-  const relay = <O extends Outbox<any>>(outbox: O, options: RelayOptions<O>): Relay => {
-    const r = createRelay(outbox, options)
-    relays.push(r)
-    return r
-  }
+  const backend = (options: Parameters<typeof pgBackend>[0]): OutboxBackend =>
+    resources.backend(pgBackend(options))
   /** A fresh outbox, migrated through the pooler (its DDL and advisory lock are transaction-scoped). */
   async function outboxOn(prefix: string, options: { orderedTopics?: string[] } = {}): Promise<Outbox> {
     const table = uniqueTableName(`pg_bouncer_${prefix}`)
@@ -97,6 +84,13 @@ describeThroughPgBouncer('@outboxkit/pg', (pooledUrl) => {
         `LISTEN "${channel}"`,
       ])
     ).rows[0].n as number
+  /** The relay checks' view of `outbox` through the pooler. */
+  const pooledRelay = (outbox: Outbox, r: Relay) => ({
+    outbox,
+    relay: r,
+    produce: (rounds: number) => produce(outbox, rounds),
+    count: () => count(outbox),
+  })
   /** A logger that keeps the warn lines. */
   const warnings = (): Logger & { lines: string[] } => {
     const lines: string[] = []
@@ -133,35 +127,27 @@ describeThroughPgBouncer('@outboxkit/pg', (pooledUrl) => {
 
     test('commandTimeoutMs: statements work, and a claim or migrate stuck behind a lock fails with TIMEOUT within the bound', async () => {
       const outbox = await outboxOn('timeout')
-      const b = backend({ connectionString: pooledUrl, commandTimeoutMs: 500 })
-      const request = { table: outbox.table, topics: ['t'], limit: 100, leaseMs: 30_000, maxAttempts: 10 }
-      await migrate(outbox, b)
-      await produce(outbox, 1)
-      const claimed = await b.claim(request)
-      expect(claimed).toHaveLength(PRODUCERS)
-      const settlements = claimed.map((c) => ({
-        id: c.id,
-        attempts: c.attempts,
-        outcome: 'delivered' as const,
-      }))
-      expect(await b.settle({ table: outbox.table, settlements, keepDelivered: false })).toHaveLength(
-        PRODUCERS,
-      )
-
-      const locker = await direct.connect()
-      try {
-        await locker.query('BEGIN')
-        await locker.query(`LOCK TABLE "${outbox.table.name}" IN ACCESS EXCLUSIVE MODE`)
-        const stuck = await failure(() => b.claim(request))
-        expect(isOutboxError(stuck.error, 'TIMEOUT'), String(stuck.error)).toBe(true)
-        expect(stuck.ms).toBeLessThan(3_000)
-        const migrating = await failure(() => migrate(outbox, b))
-        expect(isOutboxError(migrating.error, 'TIMEOUT'), String(migrating.error)).toBe(true)
-      } finally {
-        await locker.query('ROLLBACK').catch(() => {})
-        locker.release()
-      }
-      expect(await b.claim(request)).toEqual([])
+      await expectTimeoutBehindLock({
+        outbox,
+        backend: backend({ connectionString: pooledUrl, commandTimeoutMs: 500 }),
+        seeded: PRODUCERS,
+        seed: async () => void (await produce(outbox, 1)),
+        lockTable: async (name) => {
+          const locker = await direct.connect()
+          const release = async () => {
+            await locker.query('ROLLBACK').catch(() => {})
+            locker.release()
+          }
+          try {
+            await locker.query('BEGIN')
+            await locker.query(`LOCK TABLE "${name}" IN ACCESS EXCLUSIVE MODE`)
+          } catch (error) {
+            await release()
+            throw error
+          }
+          return release
+        },
+      })
     })
 
     test('ordered topics: concurrent producers on three keys, each numbered in commit order, delivered per key in seq order', async () => {
@@ -208,17 +194,13 @@ describeThroughPgBouncer('@outboxkit/pg', (pooledUrl) => {
         pollIntervalMs: 100,
         logger: log,
       })
-      const unavailable = collect(r, 'listenUnavailable')
-      await r.start()
-      const more = produce(outbox, 5) // producers keep committing while it drains
-      await waitFor(() => unavailable.length > 0, { timeoutMs: 10_000, what: 'listenUnavailable' })
-      expect((await more).filter((x) => x.status === 'rejected')).toEqual([])
-      await waitFor(() => seen.length === PRODUCERS * 10, { timeoutMs: 30_000, what: 'every message' })
-      expect(new Set(seen.map((m) => m.id)).size).toBe(PRODUCERS * 10)
-      expect(await count(outbox)).toBe(0)
-      expect(unavailable).toHaveLength(1)
-      expect(unavailable[0]!.reason).toMatch(/transaction-mode pooler/)
-      expect(unavailable[0]!.reason).toContain('pgBackend({ ..., listenConnectionString })')
+      await expectPollingWhenUnheard({
+        ...pooledRelay(outbox, r),
+        seen,
+        more: 5,
+        total: PRODUCERS * 10,
+        advice: 'pgBackend({ ..., listenConnectionString })',
+      })
       expect(log.lines.filter((l) => l.includes('LISTEN is not available'))).toHaveLength(1)
     })
 
@@ -233,17 +215,7 @@ describeThroughPgBouncer('@outboxkit/pg', (pooledUrl) => {
         handlers: { t: () => {} },
         pollIntervalMs: 30_000,
       })
-      const unavailable = collect(r, 'listenUnavailable')
-      const firstClaim = nextEvent(r, 'claimed')
-      await r.start()
-      await firstClaim
-      await waitFor(async () => (await listening(outbox.channel)) === 1, { what: 'the direct LISTEN' })
-      const delivered = nextEvent(r, 'delivered', { timeoutMs: 5_000 })
-      await produce(outbox, 1)
-      await delivered
-      await waitFor(async () => (await count(outbox)) === 0, { timeoutMs: 5_000, what: 'every message' })
-      await observeFor(1_500) // the probe's window (1 s) has passed
-      expect(unavailable).toEqual([])
+      await expectWokenByDirectListen({ ...pooledRelay(outbox, r), listening })
     })
 
     test('directly (no pooler), the probe is heard and nothing is reported', async () => {
@@ -262,61 +234,38 @@ describeThroughPgBouncer('@outboxkit/pg', (pooledUrl) => {
 
     test("the probe's payload wakes nobody; a publish's does; through the pooler the probe is not heard and onUnavailable is called once", async () => {
       const channel = `okt_probe_${process.pid}_${Date.now()}`
-      for (const [url, heard] of [
-        [testDatabaseUrl(), true],
-        [pooledUrl, false],
-      ] as const) {
-        const payloads: string[] = []
-        let wakes = 0
-        let connected = false
-        const unavailable: string[] = []
-        const sub = await listenWithReconnect(
-          async () => {
-            const client = new pg.Client({ connectionString: url })
-            client.on('error', () => {})
-            // Registered before the listener's own handler: sees what it sees, first.
-            client.on('notification', (n) => payloads.push(n.payload ?? ''))
-            await client.connect()
-            return client
-          },
-          channel,
-          {
-            onWake: () => wakes++,
-            onError: () => {},
-            onConnect: () => {
-              connected = true
+      await expectProbeHeardOnlyDirectly({
+        urls: [testDatabaseUrl(), pooledUrl],
+        probePrefix: LISTEN_PROBE_PREFIX,
+        subscribe: async (url, handlers) => {
+          const payloads: string[] = []
+          const sub = await listenWithReconnect(
+            async () => {
+              const client = new pg.Client({ connectionString: url })
+              client.on('error', () => {})
+              // Registered before the listener's own handler: sees what it sees, first.
+              client.on('notification', (n) => payloads.push(n.payload ?? ''))
+              await client.connect()
+              return client
             },
-            onUnavailable: (reason) => unavailable.push(reason),
-          },
-          {
-            timeoutMs: 500,
-            send: async (payload) =>
-              void (await pooled.query('SELECT pg_notify($1, $2)', [channel, payload])),
-            advice: 'do what the test says',
-          },
-        )
-        closers.push(() => sub.close())
-        await waitFor(() => connected, { what: 'the LISTEN connection' })
-        if (heard) {
-          await waitFor(() => payloads.some((p) => p.startsWith(LISTEN_PROBE_PREFIX)), { what: 'the probe' })
-          await direct.query(`SELECT pg_notify($1, '')`, [channel])
-          await waitFor(() => payloads.includes(''), { what: "a publish's NOTIFY" })
-          // Delivered in commit order on one connection: the probe came first and woke nobody.
-          expect(wakes).toBe(1)
-          await observeFor(800)
-          expect(unavailable).toEqual([])
-        } else {
-          await waitFor(() => unavailable.length > 0, { what: 'onUnavailable' })
-          expect(unavailable[0]).toMatch(
-            /did not hear a probe NOTIFY on channel "okt_probe_\w+" within 500 ms/,
+            channel,
+            handlers,
+            {
+              timeoutMs: 500,
+              send: async (payload) =>
+                void (await pooled.query('SELECT pg_notify($1, $2)', [channel, payload])),
+              advice: 'do what the test says',
+            },
           )
-          expect(unavailable[0]).toMatch(/do what the test says$/)
-          await observeFor(800)
-          expect(unavailable).toHaveLength(1)
-          expect(payloads).toEqual([])
-        }
-        await sub.close()
-      }
+          return { payloads, close: () => sub.close() }
+        },
+        notifyDirectly: () => direct.query(`SELECT pg_notify($1, '')`, [channel]),
+        unavailableReason: [
+          /did not hear a probe NOTIFY on channel "okt_probe_\w+" within 500 ms/,
+          /do what the test says$/,
+        ],
+        closer: resources.closer,
+      })
     })
   })
 })

@@ -1,5 +1,11 @@
-import { serverInspector, testDatabaseUrl, uniqueTableName, waitFor } from '@outboxkit/conformance'
-import { createRelay, type DeliveredMessage, defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
+import {
+  invalidConfigMessage,
+  serverInspector,
+  testDatabaseUrl,
+  uniqueTableName,
+  waitFor,
+} from '@outboxkit/conformance'
+import { createRelay, type DeliveredMessage, defineOutbox, migrate } from '@outboxkit/core'
 import { postgresJsBackend, publish } from '@outboxkit/postgres-js'
 import postgres from 'postgres'
 import { afterAll, beforeAll, expect, test, vi } from 'vitest'
@@ -19,17 +25,7 @@ afterAll(async () => {
 })
 
 test('only the root sql of postgres() is accepted, and options are checked', async () => {
-  const invalid = (fn: () => unknown) => {
-    let err: unknown
-    try {
-      fn()
-    } catch (e) {
-      err = e
-    }
-    expect(isOutboxError(err, 'INVALID_CONFIG'), String(err)).toBe(true)
-    expect((err as Error).message).toMatch(/^\[outboxkit\] \[postgres-js\] /)
-    return (err as Error).message
-  }
+  const invalid = (fn: () => unknown) => invalidConfigMessage('postgres-js', fn)
   await sql.begin(async (tx) => {
     expect(invalid(() => postgresJsBackend(tx as never))).toMatch(/transaction sql/)
   })
@@ -133,17 +129,7 @@ test('migrate prints no NOTICE, even on a sql without onnotice', async () => {
 })
 
 test('an unknown option is refused with INVALID_CONFIG, naming it and the closest valid one', async () => {
-  const refusal = (fn: () => unknown) => {
-    let err: unknown
-    try {
-      fn()
-    } catch (e) {
-      err = e
-    }
-    expect(isOutboxError(err, 'INVALID_CONFIG'), String(err)).toBe(true)
-    expect((err as Error).message).toMatch(/^\[outboxkit\] \[postgres-js\] /)
-    return (err as Error).message
-  }
+  const refusal = (fn: () => unknown) => invalidConfigMessage('postgres-js', fn)
   const onSql = refusal(() => postgresJsBackend(sql, { comandTimeoutMs: 5_000 } as never))
   expect(onSql).toContain('unknown option "comandTimeoutMs" for postgresJsBackend(sql, options)')
   expect(onSql).toContain('(did you mean "commandTimeoutMs"?)')

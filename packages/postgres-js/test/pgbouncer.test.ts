@@ -4,29 +4,19 @@
 // (issue 12 item 1); LISTEN behind the pooler (item 2): the probe, the one listenUnavailable, and
 // the `listen` option. The conformance suites also run through it (conformance.test.ts).
 import {
-  collect,
   describeThroughPgBouncer,
-  failure,
-  nextEvent,
-  observeFor,
+  expectPollingWhenUnheard,
+  expectProbeHeardOnlyDirectly,
+  expectTimeoutBehindLock,
+  expectWokenByDirectListen,
   testDatabaseUrl,
   uniqueTableName,
-  waitFor,
+  useTestResources,
 } from '@outboxkit/conformance'
-import {
-  createRelay,
-  type DeliveredMessage,
-  defineOutbox,
-  isOutboxError,
-  migrate,
-  type Outbox,
-  type OutboxBackend,
-  type Relay,
-  type RelayOptions,
-} from '@outboxkit/core'
+import { type DeliveredMessage, defineOutbox, migrate, type Outbox, type Relay } from '@outboxkit/core'
 import { postgresJsBackend, publish } from '@outboxkit/postgres-js'
 import postgres from 'postgres'
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { LISTEN_PROBE_PREFIX, listenOn } from '../src/listener.js'
 
 const PRODUCERS = 12
@@ -35,33 +25,18 @@ describeThroughPgBouncer('@outboxkit/postgres-js', (pooledUrl) => {
   let direct: postgres.Sql
   let pooled: postgres.Sql
   const tables: string[] = []
-  const relays: Relay[] = []
-  const backends: OutboxBackend[] = []
-  const closers: (() => Promise<unknown>)[] = []
+  const resources = useTestResources()
+  const { relay, backend: track } = resources
 
   beforeAll(() => {
     direct = postgres(testDatabaseUrl(), { max: 4, onnotice: () => {} })
     pooled = postgres(pooledUrl, { max: PRODUCERS + 4, prepare: false, onnotice: () => {} })
-  })
-  afterEach(async () => {
-    await Promise.all(relays.splice(0).map((r) => r.stop({ graceMs: 0 }).catch(() => {})))
-    await Promise.all(backends.splice(0).map((b) => b.close().catch(() => {})))
-    await Promise.all(closers.splice(0).map((c) => c().catch(() => {})))
   })
   afterAll(async () => {
     for (const t of tables) await direct.unsafe(`DROP TABLE IF EXISTS "${t}"`).catch(() => {})
     await Promise.all([direct?.end(), pooled?.end()])
   })
 
-  const track = (b: OutboxBackend): OutboxBackend => {
-    backends.push(b)
-    return b
-  }
-  const relay = <O extends Outbox<any>>(outbox: O, options: RelayOptions<O>): Relay => {
-    const r = createRelay(outbox, options)
-    relays.push(r)
-    return r
-  }
   async function outboxOn(prefix: string): Promise<Outbox> {
     const table = uniqueTableName(`pjs_bouncer_${prefix}`)
     tables.push(table)
@@ -83,6 +58,13 @@ describeThroughPgBouncer('@outboxkit/postgres-js', (pooledUrl) => {
         }
       }),
     )
+  /** The relay checks' view of `outbox` through the pooler. */
+  const pooledRelay = (outbox: Outbox, r: Relay) => ({
+    outbox,
+    relay: r,
+    produce: (rounds: number) => produce(outbox, rounds),
+    count: () => count(outbox),
+  })
   const listening = async (channel: string) =>
     (
       await direct.unsafe(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE lower(query) = $1`, [
@@ -92,33 +74,27 @@ describeThroughPgBouncer('@outboxkit/postgres-js', (pooledUrl) => {
 
   test('commandTimeoutMs: statements work, and a claim or migrate stuck behind a lock fails with TIMEOUT within the bound', async () => {
     const outbox = await outboxOn('timeout')
-    const b = track(postgresJsBackend(pooled, { commandTimeoutMs: 500 }))
-    const request = { table: outbox.table, topics: ['t'], limit: 100, leaseMs: 30_000, maxAttempts: 10 }
-    await migrate(outbox, b)
-    expect((await produce(outbox, 1)).filter((r) => r.status === 'rejected')).toEqual([])
-    const claimed = await b.claim(request)
-    expect(claimed).toHaveLength(PRODUCERS)
-    const settlements = claimed.map((c) => ({
-      id: c.id,
-      attempts: c.attempts,
-      outcome: 'delivered' as const,
-    }))
-    expect(await b.settle({ table: outbox.table, settlements, keepDelivered: false })).toHaveLength(PRODUCERS)
-
-    const locker = await direct.reserve()
-    try {
-      await locker`BEGIN`
-      await locker.unsafe(`LOCK TABLE "${outbox.table.name}" IN ACCESS EXCLUSIVE MODE`)
-      const stuck = await failure(() => b.claim(request))
-      expect(isOutboxError(stuck.error, 'TIMEOUT'), String(stuck.error)).toBe(true)
-      expect(stuck.ms).toBeLessThan(3_000)
-      const migrating = await failure(() => migrate(outbox, b))
-      expect(isOutboxError(migrating.error, 'TIMEOUT'), String(migrating.error)).toBe(true)
-    } finally {
-      await locker`ROLLBACK`.catch(() => {})
-      locker.release()
-    }
-    expect(await b.claim(request)).toEqual([])
+    await expectTimeoutBehindLock({
+      outbox,
+      backend: track(postgresJsBackend(pooled, { commandTimeoutMs: 500 })),
+      seeded: PRODUCERS,
+      seed: async () => expect((await produce(outbox, 1)).filter((r) => r.status === 'rejected')).toEqual([]),
+      lockTable: async (name) => {
+        const locker = await direct.reserve()
+        const release = async () => {
+          await locker`ROLLBACK`.catch(() => {})
+          locker.release()
+        }
+        try {
+          await locker`BEGIN`
+          await locker.unsafe(`LOCK TABLE "${name}" IN ACCESS EXCLUSIVE MODE`)
+        } catch (error) {
+          await release()
+          throw error
+        }
+        return release
+      },
+    })
   })
 
   describe('LISTEN behind the pooler', () => {
@@ -131,16 +107,13 @@ describeThroughPgBouncer('@outboxkit/postgres-js', (pooledUrl) => {
         handlers: { t: (m) => void seen.push(m) },
         pollIntervalMs: 100,
       })
-      const unavailable = collect(r, 'listenUnavailable')
-      await r.start()
-      const more = produce(outbox, 3)
-      await waitFor(() => unavailable.length > 0, { timeoutMs: 10_000, what: 'listenUnavailable' })
-      expect((await more).filter((x) => x.status === 'rejected')).toEqual([])
-      await waitFor(() => seen.length === PRODUCERS * 6, { timeoutMs: 30_000, what: 'every message' })
-      expect(await count(outbox)).toBe(0)
-      expect(unavailable).toHaveLength(1)
-      expect(unavailable[0]!.reason).toMatch(/transaction-mode pooler/)
-      expect(unavailable[0]!.reason).toContain('postgresJsBackend(sql, { listen: postgres(DIRECT_URL) })')
+      await expectPollingWhenUnheard({
+        ...pooledRelay(outbox, r),
+        seen,
+        more: 3,
+        total: PRODUCERS * 6,
+        advice: 'postgresJsBackend(sql, { listen: postgres(DIRECT_URL) })',
+      })
     })
 
     test('with listen: a direct sql, a publish through the pooler wakes the relay long before a 30 s poll; nothing is reported', async () => {
@@ -150,71 +123,30 @@ describeThroughPgBouncer('@outboxkit/postgres-js', (pooledUrl) => {
         handlers: { t: () => {} },
         pollIntervalMs: 30_000,
       })
-      const unavailable = collect(r, 'listenUnavailable')
-      const firstClaim = nextEvent(r, 'claimed')
-      await r.start()
-      await firstClaim
-      await waitFor(async () => (await listening(outbox.channel)) === 1, { what: 'the direct LISTEN' })
-      const delivered = nextEvent(r, 'delivered', { timeoutMs: 5_000 })
-      await produce(outbox, 1)
-      await delivered
-      await waitFor(async () => (await count(outbox)) === 0, { timeoutMs: 5_000, what: 'every message' })
-      await observeFor(1_500) // the probe's window (1 s) has passed
-      expect(unavailable).toEqual([])
+      await expectWokenByDirectListen({ ...pooledRelay(outbox, r), listening })
     })
 
     test("the probe's payload wakes nobody; a publish's does; through the pooler the probe is not heard and onUnavailable is called once", async () => {
       const channel = `okt_pjs_probe_${process.pid}_${Date.now()}`
-      for (const [url, heard] of [
-        [testDatabaseUrl(), true],
-        [pooledUrl, false],
-      ] as const) {
-        const sql = postgres(url, { max: 1, prepare: false, onnotice: () => {} })
-        closers.push(() => sql.end())
-        // Registered first on the same listen connection: it sees each notification before listenOn does.
-        const payloads: string[] = []
-        await sql.listen(channel, (p) => payloads.push(p))
-        let wakes = 0
-        let connected = false
-        const unavailable: string[] = []
-        const sub = await listenOn(
-          sql,
-          channel,
-          {
-            onWake: () => wakes++,
-            onError: () => {},
-            onConnect: () => {
-              connected = true
-            },
-            onUnavailable: (reason) => unavailable.push(reason),
-          },
-          5_000,
-          {
+      await expectProbeHeardOnlyDirectly({
+        urls: [testDatabaseUrl(), pooledUrl],
+        probePrefix: LISTEN_PROBE_PREFIX,
+        subscribe: async (url, handlers) => {
+          const sql = postgres(url, { max: 1, prepare: false, onnotice: () => {} })
+          resources.closer(() => sql.end())
+          // Registered first on the same listen connection: it sees each notification before listenOn does.
+          const payloads: string[] = []
+          await sql.listen(channel, (p) => payloads.push(p))
+          const sub = await listenOn(sql, channel, handlers, 5_000, {
             timeoutMs: 500,
             send: async (payload) => void (await pooled`SELECT pg_notify(${channel}, ${payload})`),
-          },
-        )
-        closers.push(() => sub.close())
-        await waitFor(() => connected, { what: 'the LISTEN connection' })
-        if (heard) {
-          await waitFor(() => payloads.some((p) => p.startsWith(LISTEN_PROBE_PREFIX)), { what: 'the probe' })
-          await direct`SELECT pg_notify(${channel}, '')`
-          await waitFor(() => payloads.includes(''), { what: "a publish's NOTIFY" })
-          // Delivered in commit order on one connection: the probe came first and woke nobody.
-          expect(wakes).toBe(1)
-          await observeFor(800)
-          expect(unavailable).toEqual([])
-        } else {
-          await waitFor(() => unavailable.length > 0, { what: 'onUnavailable' })
-          expect(unavailable[0]).toMatch(
-            /did not hear a probe NOTIFY on channel "okt_pjs_probe_\w+" within 500 ms/,
-          )
-          await observeFor(800)
-          expect(unavailable).toHaveLength(1)
-          expect(payloads).toEqual([])
-        }
-        await sub.close()
-      }
+          })
+          return { payloads, close: () => sub.close() }
+        },
+        notifyDirectly: () => direct`SELECT pg_notify(${channel}, '')`,
+        unavailableReason: [/did not hear a probe NOTIFY on channel "okt_pjs_probe_\w+" within 500 ms/],
+        closer: resources.closer,
+      })
     })
   })
 })

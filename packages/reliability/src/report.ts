@@ -8,8 +8,8 @@ export function figuresLine(scenario: string, figures: Record<string, unknown>):
     .join(' ')}`
 }
 
-/** The headline figures of a verdict. */
-export function verdictFigures(v: Verdict): Record<string, unknown> {
+/** The message counts of a verdict: committed, rolled back, delivered, lost, phantom, duplicates. */
+export function deliveryFigures(v: Verdict): Record<string, unknown> {
   return {
     committed: v.committed,
     rolledBack: v.rolledBack,
@@ -17,9 +17,12 @@ export function verdictFigures(v: Verdict): Record<string, unknown> {
     lost: v.lost,
     phantom: v.phantom,
     duplicates: v.duplicates,
-    explained: explainedTotal(v),
-    unexplained: v.unexplained,
   }
+}
+
+/** The headline figures of a verdict: its {@link deliveryFigures}, then the explained duplicates. */
+export function verdictFigures(v: Verdict): Record<string, unknown> {
+  return { ...deliveryFigures(v), explained: explainedTotal(v), unexplained: v.unexplained }
 }
 
 /** A chaos report as a Markdown table plus a one-line verdict. */

@@ -1,6 +1,6 @@
 // Scenario 3: a relay whose lease lapsed settles late; fencing (WHERE attempts = claimed attempts)
 // keeps the reclaiming relay's result, for delivered, Retry and dead-letter settles alike.
-import { waitFor } from '@outboxkit/conformance'
+import { settleDelivered, waitFor } from '@outboxkit/conformance'
 import { Cancel, type Handler, type Outbox, type Relay, type RelayEvents, Retry } from '@outboxkit/core'
 import { afterAll, afterEach, describe, expect, test } from 'vitest'
 import { figuresLine } from '../src/report.js'
@@ -76,13 +76,7 @@ describe('backend level: a raw stale settle after a reclaim changes nothing', ()
     await backend.claim({ table: outbox.table, topics: ['t'], limit: 1, leaseMs: 60_000, maxAttempts: 10 })
     await w.query(`UPDATE ${tableSql(outbox)} SET available_at = now() - interval '1 ms'`)
     // Lease lapsed but no reclaim yet: attempts still match, so the result is kept (the work was done).
-    expect(
-      await backend.settle({
-        table: outbox.table,
-        keepDelivered: true,
-        settlements: [{ id: m!.id, attempts: 1, outcome: 'delivered' }],
-      }),
-    ).toEqual([m!.id])
+    expect(await settleDelivered(backend, outbox, { id: m!.id, attempts: 1 }, true)).toEqual([m!.id])
     expectSettled((await w.rows(outbox))[0], 'delivered', 1)
   })
 })

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { uniqueTableName, waitFor } from '@outboxkit/conformance'
+import { invalidConfigMessage, uniqueTableName, waitFor } from '@outboxkit/conformance'
 import {
   defineOutbox,
   discard,
@@ -490,17 +490,7 @@ describe('admin and ownership', () => {
   })
 
   test('an unknown option, or options given with a Database, are refused naming what was meant', async () => {
-    const refusal = (fn: () => unknown) => {
-      let err: unknown
-      try {
-        fn()
-      } catch (e) {
-        err = e
-      }
-      expect(isOutboxError(err, 'INVALID_CONFIG'), String(err)).toBe(true)
-      expect((err as Error).message).toMatch(/^\[outboxkit\] \[sqlite\] /)
-      return (err as Error).message
-    }
+    const refusal = (fn: () => unknown) => invalidConfigMessage('sqlite', fn)
     const typo = refusal(() => sqliteBackend({ filename: temp.file, busyTimeout: 100 } as never))
     expect(typo).toContain('unknown option "busyTimeout" for sqliteBackend({ filename })')
     expect(typo).toContain('(did you mean "busyTimeoutMs"?)')

@@ -8,8 +8,10 @@ import {
 } from '@outboxkit/conformance'
 import { defineOutbox, isOutboxError } from '@outboxkit/core'
 import { createOutboxEntity, createOutboxMigration, type OutboxMessageRow, publish } from '@outboxkit/typeorm'
-import { DataSource, type DataSourceOptions } from 'typeorm'
+import type { DataSourceOptions } from 'typeorm'
 import { afterAll, describe, expect, test } from 'vitest'
+import { expectOnlyMigrationRan, outboxDataSource } from './support/migrated-source.js'
+import { ORDER_CREATED, pendingOrderRow } from './support/order-message.js'
 
 const sqliteFile = tempSqliteFile('typeorm_schema')
 const mysql = mysqlInspector()
@@ -50,17 +52,10 @@ describe.each(dialects)('entity and migration on $dialect', ({ dialect, options,
     const outbox = defineOutbox({ table })
     const OutboxMessage = createOutboxEntity<{ orderId: string }>(outbox, { dialect })
     const CreateOutbox = createOutboxMigration(outbox)
-    const migrationsTableName = uniqueTableName('typeorm_migrations')
-    const dataSource = new DataSource({
-      ...options,
-      entities: [OutboxMessage],
-      migrations: [CreateOutbox],
-      migrationsTableName,
-    })
+    const { dataSource, migrationsTableName } = outboxDataSource(options, OutboxMessage, CreateOutbox)
     await dataSource.initialize()
     try {
-      const ran = await dataSource.runMigrations()
-      expect(ran.map((m) => m.name)).toEqual([new CreateOutbox().name])
+      await expectOnlyMigrationRan(dataSource, CreateOutbox)
       expect(await tables()).toContain(table)
       // The entity is synchronize: false: TypeORM's schema builder proposes nothing for it.
       const diff = await dataSource.driver.createSchemaBuilder().log()
@@ -68,14 +63,7 @@ describe.each(dialects)('entity and migration on $dialect', ({ dialect, options,
 
       const before = Date.now()
       const { id } = await dataSource.transaction((manager) =>
-        publish(outbox, manager, {
-          topic: 'order.created',
-          payload: { orderId: 'o-1' },
-          key: 'o-1',
-          headers: { tenant: 't1' },
-          dedupKey: 'order-created:o-1',
-          delayMs: 60_000,
-        }),
+        publish(outbox, manager, { ...ORDER_CREATED, delayMs: 60_000 }),
       )
       const row: OutboxMessageRow<{ orderId: string }> = await dataSource.manager.findOneByOrFail(
         OutboxMessage,
@@ -83,18 +71,7 @@ describe.each(dialects)('entity and migration on $dialect', ({ dialect, options,
           id,
         },
       )
-      expect(row).toMatchObject({
-        id,
-        topic: 'order.created',
-        key: 'o-1',
-        payload: { orderId: 'o-1' },
-        headers: { tenant: 't1' },
-        state: 'pending',
-        attempts: 0,
-        dedupKey: 'order-created:o-1',
-        lastError: null,
-        seq: null,
-      })
+      expect(row).toMatchObject({ ...pendingOrderRow(id), seq: null })
       expect(row.createdAt).toBeInstanceOf(Date)
       // The database's clock, read as UTC: within a few seconds of this process's clock.
       expect(Math.abs(row.createdAt.getTime() - before)).toBeLessThan(5_000)
@@ -124,13 +101,11 @@ describe('ordered topics on MySQL', () => {
     const outbox = defineOutbox({ table, orderedTopics: ['ordered'] })
     const OutboxMessage = createOutboxEntity(outbox, { dialect: 'mysql' })
     const CreateOutbox = createOutboxMigration(outbox)
-    const migrationsTableName = uniqueTableName('typeorm_migrations')
-    const dataSource = new DataSource({
-      ...dialects[0]!.options,
-      entities: [OutboxMessage],
-      migrations: [CreateOutbox],
-      migrationsTableName,
-    })
+    const { dataSource, migrationsTableName } = outboxDataSource(
+      dialects[0]!.options,
+      OutboxMessage,
+      CreateOutbox,
+    )
     await dataSource.initialize()
     try {
       await dataSource.runMigrations()

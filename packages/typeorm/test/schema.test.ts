@@ -3,6 +3,8 @@ import { defineOutbox, isOutboxError } from '@outboxkit/core'
 import { createOutboxEntity, createOutboxMigration, type OutboxMessageRow, publish } from '@outboxkit/typeorm'
 import { DataSource } from 'typeorm'
 import { afterAll, describe, expect, test } from 'vitest'
+import { expectOnlyMigrationRan, outboxDataSource } from './support/migrated-source.js'
+import { ORDER_CREATED, pendingOrderRow } from './support/order-message.js'
 
 const inspector = serverInspector()
 const schema = uniqueTableName('typeorm_schema')
@@ -39,48 +41,26 @@ describe('entity and migration', () => {
       const outbox = defineOutbox({ table })
       const OutboxMessage = createOutboxEntity<{ orderId: string }>(outbox)
       const CreateOutbox = createOutboxMigration(outbox)
-      const migrationsTableName = uniqueTableName('typeorm_migrations')
       if (table.includes('.')) await inspector.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
-      const dataSource = new DataSource({
-        type: 'postgres',
-        url: testDatabaseUrl(),
-        entities: [OutboxMessage],
-        migrations: [CreateOutbox],
-        migrationsTableName,
-      })
+      const { dataSource, migrationsTableName } = outboxDataSource(
+        { type: 'postgres', url: testDatabaseUrl() },
+        OutboxMessage,
+        CreateOutbox,
+      )
       await dataSource.initialize()
       try {
-        const ran = await dataSource.runMigrations()
-        expect(ran.map((m) => m.name)).toEqual([new CreateOutbox().name])
+        await expectOnlyMigrationRan(dataSource, CreateOutbox)
         expect(await exists(table)).toBe(true)
         // The entity describes the table exactly as core's DDL made it: nothing for TypeORM to change.
         const diff = await dataSource.driver.createSchemaBuilder().log()
         expect(diff.upQueries.map((q) => q.query)).toEqual([])
 
-        const { id } = await dataSource.transaction((manager) =>
-          publish(outbox, manager, {
-            topic: 'order.created',
-            payload: { orderId: 'o-1' },
-            key: 'o-1',
-            headers: { tenant: 't1' },
-            dedupKey: 'order-created:o-1',
-          }),
-        )
+        const { id } = await dataSource.transaction((manager) => publish(outbox, manager, ORDER_CREATED))
         const row: OutboxMessageRow<{ orderId: string }> = await dataSource.manager.findOneByOrFail(
           OutboxMessage,
           { id },
         )
-        expect(row).toMatchObject({
-          id,
-          topic: 'order.created',
-          key: 'o-1',
-          payload: { orderId: 'o-1' },
-          headers: { tenant: 't1' },
-          state: 'pending',
-          attempts: 0,
-          dedupKey: 'order-created:o-1',
-          lastError: null,
-        })
+        expect(row).toMatchObject(pendingOrderRow(id))
         expect(row.availableAt).toBeInstanceOf(Date)
         expect(row.createdAt).toBeInstanceOf(Date)
         expect(await dataSource.getRepository(OutboxMessage).countBy({ state: 'pending' })).toBe(1)

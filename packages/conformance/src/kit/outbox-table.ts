@@ -3,6 +3,21 @@ import { afterAll, beforeAll } from 'vitest'
 import { mysqlInspector, serverInspector, uniqueTableName } from '../database.js'
 import { outboxSql } from '../dialect-sql.js'
 
+/** The columns of the outbox table contract, in the order core's DDL creates them (unordered outbox). */
+export const OUTBOX_COLUMNS: readonly string[] = [
+  'id',
+  'topic',
+  'key',
+  'payload',
+  'headers',
+  'state',
+  'attempts',
+  'available_at',
+  'created_at',
+  'dedup_key',
+  'last_error',
+]
+
 /** What {@link useOutboxTable} needs: the server, and the backend that creates the table. */
 export interface OutboxTableOptions {
   /** The server of the test databases (`DATABASE_URL` / `MYSQL_URL`). Default `'postgres'`. */

@@ -65,3 +65,14 @@ export function expectOutboxError(err: unknown, code: string, expected: OutboxEr
   }
   return err as Error
 }
+
+/**
+ * What `fn` throws, checked to be an `INVALID_CONFIG` OutboxError whose message starts with
+ * `[outboxkit] [<source>] `: its message, for the test to check what it names.
+ */
+export function invalidConfigMessage(source: string, fn: () => unknown): string {
+  const err = thrown(fn)
+  expect(isOutboxError(err, 'INVALID_CONFIG'), String(err)).toBe(true)
+  expect((err as Error).message.startsWith(`[outboxkit] [${source}] `), (err as Error).message).toBe(true)
+  return (err as Error).message
+}

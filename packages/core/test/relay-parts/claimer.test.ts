@@ -1,6 +1,7 @@
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest'
+import { describe, expect, test, vi } from 'vitest'
 import type { ClaimedRow } from '../../src/protocol/backend.js'
 import { Claimer, type ClaimerSettings, SMALL_CLAIM_WAIT_MS } from '../../src/relay/claimer.js'
+import { useFakeTimersPerTest } from './support/parts.js'
 
 /** A claim statement the test answers by hand, and the slots it sees. */
 function harness(settings: Partial<ClaimerSettings> = {}) {
@@ -26,12 +27,7 @@ function harness(settings: Partial<ClaimerSettings> = {}) {
   return { claimer, pending, state, seen, rows }
 }
 
-beforeEach(() => {
-  vi.useFakeTimers()
-})
-afterEach(() => {
-  vi.useRealTimers()
-})
+useFakeTimersPerTest()
 
 describe('Claimer', () => {
   test('claims nothing until started; then one claim of at most batchSize, and polls after it', async () => {

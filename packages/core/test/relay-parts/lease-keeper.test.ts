@@ -1,18 +1,9 @@
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest'
-import type { ClaimedRow } from '../../src/protocol/backend.js'
+import { describe, expect, test, vi } from 'vitest'
 import { type InFlight, SlotTable } from '../../src/relay/in-flight.js'
 import { LeaseKeeper, type LeaseKeeperDeps } from '../../src/relay/lease-keeper.js'
+import { claimedRow, useFakeTimersPerTest } from './support/parts.js'
 
-const row = (id: string): ClaimedRow => ({
-  id,
-  topic: 't',
-  key: null,
-  payload: '{}',
-  headers: '{}',
-  attempts: 1,
-  createdAtMs: 0,
-  state: 'processing',
-})
+const row = claimedRow
 
 function harness(settings: { leaseMs?: number; heartbeatMs?: number | false; maxHandlerMs?: number } = {}) {
   const slots = new SlotTable(10, 0)
@@ -43,12 +34,7 @@ function harness(settings: { leaseMs?: number; heartbeatMs?: number | false; max
   return { slots, leases, claim, lapsed, failed, extendCalls, setAnswer: (f: typeof answer) => (answer = f) }
 }
 
-beforeEach(() => {
-  vi.useFakeTimers()
-})
-afterEach(() => {
-  vi.useRealTimers()
-})
+useFakeTimersPerTest()
 
 describe('LeaseKeeper', () => {
   test('without the heartbeat, a claim lapses as one: its running handlers, not its settled ones', async () => {

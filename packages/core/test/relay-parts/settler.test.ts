@@ -1,7 +1,8 @@
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest'
+import { describe, expect, test, vi } from 'vitest'
 import type { Settlement } from '../../src/protocol/backend.js'
 import type { Outcome } from '../../src/relay/outcome.js'
 import { Settler } from '../../src/relay/settler.js'
+import { useFakeTimersPerTest } from './support/parts.js'
 
 const outcome = (id: string): Outcome =>
   ({
@@ -24,15 +25,16 @@ function harness() {
       written.push({ ids: batch.map((o) => o.settlement.id), applied: applied && [...applied] }),
     onFailed: (_e, n, retryInMs, outcomes) => failures.push({ failures: n, retryInMs, outcomes }),
   })
-  return { settler, writes, written, failures, setAnswer: (f: typeof answer) => (answer = f) }
+  const setAnswer = (f: typeof answer) => (answer = f)
+  /** Every statement from now on fails with `down`. */
+  const failWrites = () =>
+    setAnswer(async () => {
+      throw new Error('down')
+    })
+  return { settler, writes, written, failures, setAnswer, failWrites }
 }
 
-beforeEach(() => {
-  vi.useFakeTimers()
-})
-afterEach(() => {
-  vi.useRealTimers()
-})
+useFakeTimersPerTest()
 
 describe('Settler', () => {
   test('outcomes queued in one turn go into one statement; one statement at a time', async () => {
@@ -64,9 +66,7 @@ describe('Settler', () => {
 
   test('a failed statement keeps its outcomes and retries with backoff, with what was queued meanwhile', async () => {
     const h = harness()
-    h.setAnswer(async () => {
-      throw new Error('down')
-    })
+    h.failWrites()
     h.settler.enqueue(outcome('a'))
     await vi.advanceTimersByTimeAsync(0)
     expect(h.failures).toEqual([{ failures: 1, retryInMs: 100, outcomes: 1 }])
@@ -82,18 +82,14 @@ describe('Settler', () => {
 
   test('retryNow writes at once what waits for a retry; cancelRetry drops the retry', async () => {
     const h = harness()
-    h.setAnswer(async () => {
-      throw new Error('down')
-    })
+    h.failWrites()
     h.settler.enqueue(outcome('a'))
     await vi.advanceTimersByTimeAsync(0)
     h.setAnswer(async (s) => s.map((x) => x.id))
     h.settler.retryNow()
     await vi.advanceTimersByTimeAsync(0)
     expect(h.written).toHaveLength(1)
-    h.setAnswer(async () => {
-      throw new Error('down')
-    })
+    h.failWrites()
     h.settler.enqueue(outcome('b'))
     await vi.advanceTimersByTimeAsync(0)
     h.settler.cancelRetry()

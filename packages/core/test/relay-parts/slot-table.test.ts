@@ -1,17 +1,8 @@
 import { describe, expect, test } from 'vitest'
-import type { ClaimedRow } from '../../src/protocol/backend.js'
 import { SlotTable } from '../../src/relay/in-flight.js'
+import { claimedRow } from './support/parts.js'
 
-const row = (id: string): ClaimedRow => ({
-  id,
-  topic: 't',
-  key: null,
-  payload: '{}',
-  headers: '{}',
-  attempts: 1,
-  createdAtMs: 0,
-  state: 'processing',
-})
+const row = claimedRow
 
 describe('SlotTable', () => {
   test('a slot is held from take to release; release counts once', () => {

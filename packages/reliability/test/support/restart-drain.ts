@@ -1,11 +1,14 @@
 import { waitFor } from '@outboxkit/conformance'
 import { createRelay, type OutboxBackend } from '@outboxkit/core'
+import { expect } from 'vitest'
 import { randomInt } from '../../src/database.js'
 import { createLedger, dropLedger, ledgerTables } from '../../src/ledger.js'
 import type { LedgerDb } from '../../src/ledger-db.js'
 import { ledgerSql } from '../../src/ledger-sql.js'
 import { type ProducerStats, produce } from '../../src/producer.js'
+import { deliveryFigures } from '../../src/report.js'
 import { computeVerdict, type Verdict } from '../../src/verdict.js'
+import { expectNothingLostOrPhantom } from './verdict-checks.js'
 
 /** Options of {@link restartsDuringDrain}. */
 export interface RestartDrainOptions {
@@ -201,14 +204,8 @@ export async function restartsDuringDrain(options: RestartDrainOptions): Promise
 
 /** The figures line fields of a {@link RestartDrainReport}. */
 export function restartFigures(r: RestartDrainReport): Record<string, unknown> {
-  const v = r.verdict
   return {
-    committed: v.committed,
-    rolledBack: v.rolledBack,
-    delivered: v.delivered,
-    lost: v.lost,
-    phantom: v.phantom,
-    duplicates: v.duplicates,
+    ...deliveryFigures(r.verdict),
     restarts: r.restarts,
     deliveredAtRestarts: r.deliveredAtRestarts.join('/'),
     liveAtRestarts: r.liveAtRestarts.join('/'),
@@ -222,4 +219,27 @@ export function restartFigures(r: RestartDrainReport): Record<string, unknown> {
     drainAfterLastRestartMs: r.drainAfterLastRestartMs,
     seconds: r.seconds.toFixed(1),
   }
+}
+
+/**
+ * What every restart run must show: both restarts landed mid-drain with producers committing
+ * before and after them; nothing lost, nothing phantom, no relay stuck (drained within the bound,
+ * still running); redeliveries only for what was in flight at a restart.
+ */
+export function expectRestartsSurvived(r: RestartDrainReport): void {
+  const v = r.verdict
+  // Both restarts landed mid-drain, with producers committing before and after them.
+  expect(r.liveAtRestarts.every((n) => n > 0)).toBe(true)
+  expect(r.deliveredAtRestarts[1]!).toBeGreaterThan(r.deliveredAtRestarts[0]!)
+  expect(r.committedAfterLastRestart).toBeGreaterThan(0)
+  expect(v.rolledBack).toBeGreaterThan(0)
+  // Nothing lost, nothing phantom, and no relay stuck: drained within the bound, still running.
+  expect(v.committed).toBeGreaterThanOrEqual(r.producer.committedMessages)
+  expect(v.committed).toBeLessThanOrEqual(r.producer.committedMessages + r.producer.commitErrorMessages)
+  expectNothingLostOrPhantom(v)
+  expect(v.live).toBe(0)
+  expect(v.dead).toBe(0)
+  expect(r.relayRunning).toBe(true)
+  // Redeliveries only for what was in flight at a restart (claimed batches, unconfirmed settles).
+  expect(v.duplicates).toBeLessThanOrEqual(60)
 }
