@@ -42,7 +42,10 @@ function xAdd(
  * createRelay(outbox, { backend, handlers: { 'order.shipped': redisStreamForwarder(redis, { stream: 'orders' }) } })
  * ```
  */
-export function redisStreamForwarder(client: RedisStreamClient, options: RedisStreamForwarderOptions): Handler {
+export function redisStreamForwarder(
+  client: RedisStreamClient,
+  options: RedisStreamForwarderOptions,
+): Handler {
   const redis = assertRedisClient(client)
   const { streamOf, timeoutMs, maxLen } = forwarderSettings(options)
   const trim: XAddTrim | undefined =
