@@ -64,6 +64,8 @@ export function redisStreamForwarder(
       const reply = xAdd(redis, stream, fields, trim, withdraw.signal).catch((error: unknown) => {
         throw xaddFailure(error, what)
       })
+      // Settled by brokerConfirmWithin, except when the relay aborted first: never unhandled.
+      reply.catch(() => {})
       return String(await brokerConfirmWithin(reply, timeoutMs, `the XADD reply of ${what}`, SOURCE, signal))
     } finally {
       signal?.removeEventListener('abort', onAbort)

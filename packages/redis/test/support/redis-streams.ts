@@ -1,7 +1,7 @@
 // What the Redis forwarder tests share: the server's URL, unique key names per test file (with
 // the process id) and the read-back of a stream with node-redis's own XRANGE.
 import type { ReceivedRecord } from '@outboxkit/conformance'
-import { createClient, type RedisClientOptions } from 'redis'
+import { createClient, type RedisClientOptions, type RedisClientType } from 'redis'
 
 /** The Redis server of the tests (REDIS_URL, default the local one). */
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -14,22 +14,21 @@ export function uniqueKey(prefix: string): string {
 }
 
 /** A connected node-redis client; its `error` events are collected instead of thrown. */
-export async function connectRedis(options: RedisClientOptions = {}) {
-  const client = createClient({ url: REDIS_URL, ...options })
+export async function connectRedis(options: RedisClientOptions = {}): Promise<RedisReader> {
+  const client = createClient({ url: REDIS_URL, ...options }) as unknown as RedisClientType
   const errors: unknown[] = []
   client.on('error', (e: unknown) => errors.push(e))
   await client.connect()
   return Object.assign(client, { errors })
 }
 
-/** A client that only reads back and cleans up, connected straight to the server. */
-export type RedisReader = Awaited<ReturnType<typeof connectRedis>>
+/** A connected node-redis client with the `error` events it emitted. */
+export type RedisReader = RedisClientType & { readonly errors: unknown[] }
 
 /** The raw fields of every entry of `stream`, in stream order. */
 export async function streamEntries(reader: RedisReader, stream: string) {
-  return (await reader.xRange(stream, '-', '+')).flatMap((e) =>
-    e ? [{ entryId: e.id, fields: { ...e.message } }] : [],
-  )
+  const entries = (await reader.xRange(stream, '-', '+')) ?? []
+  return entries.flatMap((e) => (e ? [{ entryId: e.id, fields: { ...e.message } }] : []))
 }
 
 /** Every entry of `stream` as the conformance suite reads it. */
