@@ -1,38 +1,23 @@
 // Faults on the path between the forwarder's client and Redis, through a proxy this file owns:
 // a frozen path (silence), a cut one (reset, then refused), and the reconnect after it heals.
-import {
-  deliveredMessage,
-  expectOutboxError,
-  type PausableProxy,
-  rejection,
-  startPausableProxy,
-} from '@outboxkit/conformance'
+import { deliveredMessage, expectOutboxError, type PausableProxy, rejection } from '@outboxkit/conformance'
 import { redisStreamForwarder } from '@outboxkit/redis'
 import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest'
-import {
-  connectRedis,
-  REDIS_URL,
-  type RedisReader,
-  receivedFrom,
-  uniqueKey,
-} from './support/redis-streams.js'
+import { type ProxiedRedis, proxiedRedis } from './support/proxied-redis.js'
+import { type RedisReader, receivedFrom, uniqueKey } from './support/redis-streams.js'
 
 const TIMEOUT_MS = 400
 // Longer than TIMEOUT_MS: a forward after the cut waits in node-redis's offline queue, then times out.
 const RECONNECT_DELAY_MS = 1_500
 const context = () => ({ signal: new AbortController().signal })
 const stream = uniqueKey('faults')
+let path: ProxiedRedis
 let proxy: PausableProxy
 let direct: RedisReader
 let proxied: RedisReader
 beforeAll(async () => {
-  const url = new URL(REDIS_URL)
-  proxy = await startPausableProxy({ host: url.hostname, port: Number(url.port || 6379) })
-  direct = await connectRedis()
-  proxied = await connectRedis({
-    url: proxy.urlFor(REDIS_URL),
-    socket: { reconnectStrategy: () => RECONNECT_DELAY_MS },
-  })
+  path = await proxiedRedis(RECONNECT_DELAY_MS)
+  ;({ proxy, direct, proxied } = path)
 })
 beforeEach(async () => {
   await direct.del(stream)
@@ -43,9 +28,7 @@ afterEach(() => {
 })
 afterAll(async () => {
   await direct?.del(stream)
-  proxied?.destroy()
-  direct?.destroy()
-  await proxy?.close()
+  await path?.close()
 })
 
 /** Resolves once the proxied client is ready again (it reconnects by itself), within 10 s. */

@@ -4,7 +4,6 @@
 import {
   nextEvent,
   type PausableProxy,
-  startPausableProxy,
   testDatabaseUrl,
   uniqueTableName,
   waitFor,
@@ -14,34 +13,25 @@ import { pgBackend, publish } from '@outboxkit/pg'
 import { redisStreamForwarder } from '@outboxkit/redis'
 import pg from 'pg'
 import { afterAll, beforeAll, expect, test } from 'vitest'
-import {
-  connectRedis,
-  REDIS_URL,
-  type RedisReader,
-  receivedFrom,
-  uniqueKey,
-  wrongTypeKey,
-} from './support/redis-streams.js'
+import { type ProxiedRedis, proxiedRedis } from './support/proxied-redis.js'
+import { type RedisReader, receivedFrom, uniqueKey, wrongTypeKey } from './support/redis-streams.js'
 
 const stream = uniqueKey('relay')
 let notAStream: string
+let path: ProxiedRedis
 let proxy: PausableProxy
 let direct: RedisReader
 let proxied: RedisReader
 let pool: pg.Pool
 beforeAll(async () => {
-  const url = new URL(REDIS_URL)
-  proxy = await startPausableProxy({ host: url.hostname, port: Number(url.port || 6379) })
-  direct = await connectRedis()
+  path = await proxiedRedis(100)
+  ;({ proxy, direct, proxied } = path)
   notAStream = await wrongTypeKey(direct, 'relay-string')
-  proxied = await connectRedis({ url: proxy.urlFor(REDIS_URL), socket: { reconnectStrategy: () => 100 } })
   pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 4 })
 })
 afterAll(async () => {
   await direct?.del([stream, notAStream])
-  proxied?.destroy()
-  direct?.destroy()
-  await proxy?.close()
+  await path?.close()
   await pool?.end()
 })
 
