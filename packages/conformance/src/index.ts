@@ -23,6 +23,13 @@ export {
   type SeedRow,
   type SeedState,
 } from './dialect-sql.js'
+export {
+  deliveredMessage,
+  type ForwarderConformance,
+  type ForwarderHarness,
+  type ReceivedRecord,
+  runForwarderConformance,
+} from './forwarder-suite.js'
 // The test kit: helpers every package's tests share.
 export { collect, type NextEventOptions, nextEvent } from './kit/events.js'
 export { inspectedBy, type RowsQueryable, rowsInspector } from './kit/inspectors.js'

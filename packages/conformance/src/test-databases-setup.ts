@@ -66,6 +66,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     }
   }
   choosePgBouncer(selection.postgres.url)
+  ensureBrokers()
   project.provide('testDatabases', { postgres: selection.postgres.url, mysql: selection.mysql?.url ?? null })
   return async () => {
     await Promise.all(chosen.map(([, db]) => db?.stop?.()))
@@ -105,4 +106,19 @@ function choosePgBouncer(postgresUrl: string): void {
     process.env.PGBOUNCER_SKIPPED = reason
     console.log(`[outboxkit] [test-databases] the PgBouncer (pooler) tests are skipped: ${reason}`)
   }
+}
+
+/**
+ * Starts the forwarder tests' brokers that are not running (NATS with JetStream, RabbitMQ, Redis)
+ * with scripts/ensure-brokers.sh, and prints what it did. A broker it cannot start makes its own
+ * tests fail with that broker's connection error.
+ */
+function ensureBrokers(): void {
+  const script = fileURLToPath(new URL('../../../scripts/ensure-brokers.sh', import.meta.url))
+  const run = spawnSync('bash', [script], {
+    encoding: 'utf8',
+    timeout: 180_000,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  if (run.stderr.trim()) console.log(run.stderr.trim())
 }

@@ -141,6 +141,15 @@ export type {
   WakeSubscription,
 } from './protocol/backend.js'
 export {
+  BROKER_CONTENT_TYPE,
+  BROKER_KEY_HEADER,
+  BROKER_TOPIC_HEADER,
+  type BrokerEnvelope,
+  brokerConfirmWithin,
+  brokerEnvelope,
+  type ForwardableMessage,
+} from './protocol/broker-envelope.js'
+export {
   createPublishPipeline,
   type PublishWriter,
   type SyncPublishWriter,

@@ -2,7 +2,7 @@ import net from 'node:net'
 import { afterAll, afterEach, beforeAll } from 'vitest'
 
 /**
- * A TCP proxy between the code under test and a database server that can freeze: while paused it
+ * A TCP proxy between the code under test and a database server or broker that can freeze: while paused it
  * reads nothing from either side (bytes pile up in the kernel buffers, exactly like a network that
  * stopped delivering packets), so the client sees silence, not an error.
  */
@@ -16,6 +16,13 @@ export interface PausableProxy {
   /** Moves bytes again; held data flows in order. */
   resume(): void
   readonly paused: boolean
+  /**
+   * Cuts the path: destroys every open connection (the client sees a reset) and, with
+   * `refuse`, refuses new ones until {@link PausableProxy.heal} (a server gone away).
+   */
+  cut(options?: { refuse?: boolean }): void
+  /** Accepts connections again after a `cut({ refuse: true })`. */
+  heal(): void
   /** Connections accepted so far. */
   readonly accepted: number
   /** Destroys every connection and stops listening. */
@@ -29,6 +36,7 @@ export interface PausableProxy {
  */
 export async function startPausableProxy(target: { host: string; port: number }): Promise<PausableProxy> {
   let paused = false
+  let refusing = false
   let accepted = 0
   const sockets = new Set<net.Socket>()
   const track = (s: net.Socket) => {
@@ -38,6 +46,10 @@ export async function startPausableProxy(target: { host: string; port: number })
     if (paused) s.pause()
   }
   const server = net.createServer((client) => {
+    if (refusing) {
+      client.destroy()
+      return
+    }
     accepted++
     const upstream = net.connect(target.port, target.host)
     track(client)
@@ -74,6 +86,13 @@ export async function startPausableProxy(target: { host: string; port: number })
     },
     get paused() {
       return paused
+    },
+    cut({ refuse = false } = {}) {
+      refusing = refuse
+      for (const s of sockets) s.destroy()
+    },
+    heal() {
+      refusing = false
     },
     get accepted() {
       return accepted

@@ -4,8 +4,10 @@
  * - `NOT_IN_TRANSACTION`: `publish` was handed something that is not an open transaction.
  * - `INVALID_MESSAGE`: a message (topic, payload, key, headers, options) failed validation.
  * - `INVALID_CONFIG`: `defineOutbox`, `createRelay` or a backend got an invalid option.
- * - `TIMEOUT`: a database command did not answer within its bound.
+ * - `TIMEOUT`: a database command, or a broker's confirmation, did not answer within its bound.
  * - `DATABASE`: the database reported an error (see `cause`).
+ * - `BROKER`: a message broker refused a forwarded message, or its connection or channel was
+ *   lost before it confirmed (see `cause`); the relay retries it with backoff.
  * - `RELAY_STATE`: a relay operation is not allowed in the relay's current state.
  */
 export type OutboxErrorCode =
@@ -14,6 +16,7 @@ export type OutboxErrorCode =
   | 'INVALID_CONFIG'
   | 'TIMEOUT'
   | 'DATABASE'
+  | 'BROKER'
   | 'RELAY_STATE'
 
 /** Options accepted by the {@link OutboxError} constructor. */

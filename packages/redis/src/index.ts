@@ -1,0 +1,5 @@
+export type { RedisStreamForwarderOptions, StreamTarget } from './forwarder-options.js'
+export { DEFAULT_TIMEOUT_MS } from './forwarder-options.js'
+export type { RedisStreamClient } from './redis-client.js'
+export { redisStreamForwarder } from './redis-stream-forwarder.js'
+export { HEADERS_FIELD, ID_FIELD, KEY_FIELD, PAYLOAD_FIELD, TOPIC_FIELD } from './stream-entry.js'

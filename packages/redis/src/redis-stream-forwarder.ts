@@ -1,0 +1,75 @@
+import type { Handler, HandlerContext } from '@outboxkit/core'
+import { brokerConfirmWithin, type ForwardableMessage } from '@outboxkit/core/adapter'
+import { forwarderSettings, type RedisStreamForwarderOptions } from './forwarder-options.js'
+import { assertRedisClient, type RedisStreamClient, SOURCE, type XAddTrim } from './redis-client.js'
+import { xaddFailure } from './redis-errors.js'
+import { streamEntryFields } from './stream-entry.js'
+
+/**
+ * The XADD of `fields`, with a signal that takes it out of node-redis's offline queue once the
+ * forwarder gives up on it (the relay then retries: a command sent after that would be a second
+ * copy). A command already written to the socket cannot be taken back: its entry may still land.
+ */
+function xAdd(
+  client: RedisStreamClient,
+  stream: string,
+  fields: Record<string, string>,
+  trim: XAddTrim | undefined,
+  signal: AbortSignal,
+): Promise<unknown> {
+  const target = client.withAbortSignal ? client.withAbortSignal(signal) : client
+  return trim ? target.xAdd(stream, '*', fields, trim) : target.xAdd(stream, '*', fields)
+}
+
+/**
+ * A relay handler that appends each message to a Redis stream (XADD with an id chosen by Redis)
+ * and resolves with the entry id once Redis replied. The entry's fields: `id` (the outbox message
+ * id), `topic`, `key` (when set), `headers` (the message headers, `traceparent` included, as
+ * JSON) and `payload` (JSON). Redis 7 has no idempotent XADD: a message the relay delivers again
+ * is appended again, with the same `id`, so consumers dedup by that field.
+ *
+ * It rejects, and the relay retries with its backoff, when Redis refuses the XADD
+ * (`OutboxError('BROKER')` quoting Redis, e.g. `WRONGTYPE`), when the connection is lost before
+ * the reply (`BROKER`), or when no reply came within `timeoutMs` (`TIMEOUT`, also while node-redis
+ * is reconnecting: the queued XADD is then withdrawn, never sent behind the relay's back).
+ *
+ * @param client - your node-redis client (`redis` 5 or later), connected; it reconnects by itself
+ * @param options - `stream` (a key or a function of the message), `timeoutMs`, `maxLen`
+ * @throws OutboxError `INVALID_CONFIG` for a client that is not node-redis or an invalid option.
+ * @example
+ * ```ts
+ * const redis = await createClient({ url: 'redis://127.0.0.1:6379' }).connect()
+ * createRelay(outbox, { backend, handlers: { 'order.shipped': redisStreamForwarder(redis, { stream: 'orders' }) } })
+ * ```
+ */
+export function redisStreamForwarder(
+  client: RedisStreamClient,
+  options: RedisStreamForwarderOptions,
+): Handler {
+  const redis = assertRedisClient(client)
+  const { streamOf, timeoutMs, maxLen } = forwarderSettings(options)
+  const trim: XAddTrim | undefined =
+    maxLen === undefined
+      ? undefined
+      : { TRIM: { strategy: 'MAXLEN', strategyModifier: '~', threshold: maxLen } }
+  return async (message: ForwardableMessage, context?: HandlerContext): Promise<string> => {
+    const fields = streamEntryFields(message)
+    const stream = streamOf(message)
+    const what = `message ${message.id} to stream ${JSON.stringify(stream)}`
+    const withdraw = new AbortController()
+    const signal = context?.signal
+    const onAbort = () => withdraw.abort()
+    signal?.addEventListener('abort', onAbort, { once: true })
+    try {
+      const reply = xAdd(redis, stream, fields, trim, withdraw.signal).catch((error: unknown) => {
+        throw xaddFailure(error, what)
+      })
+      // Settled by brokerConfirmWithin, except when the relay aborted first: never unhandled.
+      reply.catch(() => {})
+      return String(await brokerConfirmWithin(reply, timeoutMs, `the XADD reply of ${what}`, SOURCE, signal))
+    } finally {
+      signal?.removeEventListener('abort', onAbort)
+      withdraw.abort()
+    }
+  }
+}
