@@ -7,23 +7,18 @@ import { nextEvent, waitFor } from '@outboxkit/conformance'
 import { createRelay, type Handler, type Relay } from '@outboxkit/core'
 import { jetStreamForwarder } from '@outboxkit/nats'
 import { pgBackend } from '@outboxkit/pg'
-import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { createPgOutbox } from './support/pg-outbox.js'
-import { createTestStream, type TestStream } from './support/test-stream.js'
+import { useTestStream } from './support/test-stream.js'
 
 const MAX_MSG_SIZE = 8 * 1024
-let stream: TestStream
-beforeAll(async () => {
-  stream = await createTestStream('relay', MAX_MSG_SIZE)
-})
-afterAll(() => stream?.delete())
-beforeEach(() => stream.purge())
+const testStream = useTestStream('relay', MAX_MSG_SIZE)
 
 const forwarder = () =>
-  jetStreamForwarder(stream.js, { subject: `${stream.prefix}.orders`, timeoutMs: 2_000 })
-const storedIds = async () => (await stream.records()).map((r) => r.id)
+  jetStreamForwarder(testStream().js, { subject: `${testStream().prefix}.orders`, timeoutMs: 2_000 })
+const storedIds = async () => (await testStream().records()).map((r) => r.id)
 const waitStored = (n: number) =>
-  waitFor(async () => ((await stream.records()).length >= n ? true : undefined), {
+  waitFor(async () => ((await testStream().records()).length >= n ? true : undefined), {
     timeoutMs: 30_000,
     what: `${n} messages in the stream`,
   })
@@ -103,7 +98,7 @@ test('orderedTopics: each key in commit order across a relay that died between a
     })
     await second.start()
     await waitStored(committed.length)
-    const records = await stream.records()
+    const records = await testStream().records()
     expect(records.length, 'the republished message is a duplicate ack, stored once').toBe(committed.length)
     for (const key of ['k0', 'k1', 'k2']) {
       const inStream = records.filter((r) => r.key === key).map((r) => r.id)

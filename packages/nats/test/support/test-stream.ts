@@ -4,6 +4,7 @@
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import type { ReceivedRecord } from '@outboxkit/conformance'
+import { afterAll, beforeAll, beforeEach } from 'vitest'
 
 /** The NATS server of the tests. */
 export const NATS_HOST = '127.0.0.1'
@@ -105,5 +106,22 @@ export async function createTestStream(file: string, maxMsgSize = 64 * 1024): Pr
       await jsm.streams.delete(name).catch(() => false)
       await nc.close()
     },
+  }
+}
+
+/**
+ * The file's stream for its tests: created before all, emptied before each, deleted after all.
+ * Read `stream()` inside tests or hooks.
+ */
+export function useTestStream(file: string, maxMsgSize?: number): () => TestStream {
+  let stream: TestStream | undefined
+  beforeAll(async () => {
+    stream = await createTestStream(file, maxMsgSize)
+  })
+  afterAll(() => stream?.delete())
+  beforeEach(() => stream?.purge())
+  return () => {
+    if (stream === undefined) throw new Error(`the stream of ${file} is not created yet`)
+    return stream
   }
 }
