@@ -48,8 +48,8 @@ async function relayBackend(): Promise<OutboxBackend> {
   switch (target.dialect) {
     case 'postgres':
       return pgBackend({
-        connectionString: config!.url,
-        application_name: config!.applicationName,
+        connectionString: config!.backendUrl ?? config!.url,
+        ...(config!.backendUrl === undefined ? { application_name: config!.applicationName } : {}),
         commandTimeoutMs: config!.commandTimeoutMs,
         max: 4,
       })
