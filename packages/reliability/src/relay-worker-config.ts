@@ -63,4 +63,5 @@ export const RELAY_CONFIG_ENV = 'OUTBOXKIT_RELAY_CONFIG'
 export type WorkerLine =
   | { type: 'ready'; pid: number }
   | { type: 'error'; during: string; code: string; message: string }
+  | { type: 'listenUnavailable'; reason: string }
   | { type: 'stopped'; pid: number; stats: Record<string, number> }

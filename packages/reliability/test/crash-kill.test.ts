@@ -88,6 +88,7 @@ async function killMidHandler(dialect: OutboxDialect, pooler?: string): Promise<
       kills: kills.length,
       inFlightAtKills: inFlight,
       inFlightPerKill: kills.map((d) => d.inFlight).join('/'),
+      relaysPolling: f.fleet.all.filter((r) => r.listenUnavailable !== undefined).length,
       ...verdictFigures(verdict),
       seconds: ((Date.now() - t0) / 1000).toFixed(1),
     }),
@@ -107,6 +108,8 @@ async function killMidHandler(dialect: OutboxDialect, pooler?: string): Promise<
   // No lease expired in a live relay: every duplicate comes from a kill.
   expect(verdict.duplicates).toBeLessThanOrEqual(inFlight)
   expect(violations(verdict)).toEqual([])
+  // Through the pooler, the relays' backends did go through it: their LISTEN probe was not heard.
+  if (pooler !== undefined) expect(f.fleet.all.some((r) => r.listenUnavailable !== undefined)).toBe(true)
 }
 
 describe.each(DIALECTS)('%s', (dialect) => {
