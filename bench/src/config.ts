@@ -30,6 +30,11 @@ export interface BenchConfig {
   /** Scenario 8 (backends): the drain backlog on PostgreSQL, MySQL/MariaDB and SQLite, and its rounds. */
   backendsBacklog: number
   backendsRounds: number
+  /** Scenario 9 (pooler): interleaved rounds, publish window and warm-up, drain backlog. */
+  poolerRounds: number
+  poolerPublishDurationMs: number
+  poolerPublishWarmupMs: number
+  poolerBacklog: number
 }
 
 /** `pnpm bench --quick` (a few minutes) or the full run. */
@@ -62,6 +67,10 @@ export function benchConfig(quick: boolean): BenchConfig {
         orderingPublishRounds: 1,
         backendsBacklog: 10_000,
         backendsRounds: 1,
+        poolerRounds: 3,
+        poolerPublishDurationMs: 3_000,
+        poolerPublishWarmupMs: 500,
+        poolerBacklog: 20_000,
       }
     : {
         mode: 'full',
@@ -90,5 +99,9 @@ export function benchConfig(quick: boolean): BenchConfig {
         orderingPublishRounds: 3,
         backendsBacklog: 50_000,
         backendsRounds: 3,
+        poolerRounds: 5,
+        poolerPublishDurationMs: 10_000,
+        poolerPublishWarmupMs: 1_000,
+        poolerBacklog: 50_000,
       }
 }

@@ -13,6 +13,8 @@ export type Job =
       count: number
       relay: BenchRelayOptions
       poolMax?: number
+      /** pgBackend's `preparedStatements` (pg only; unset: the backend's default). */
+      preparedStatements?: boolean
       profileFile?: string
     }
   | { kind: 'drain-graphile'; url: string; count: number; settings: GraphileSettings }
@@ -51,6 +53,7 @@ export type Job =
 export type PublishVariant =
   | 'business-only'
   | 'outboxkit-notify'
+  | 'outboxkit-notify-named'
   | 'outboxkit-no-notify'
   | 'graphile-add-job'
   | 'pg-boss-send'

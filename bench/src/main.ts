@@ -12,6 +12,7 @@ import { runGrowthScenario } from './scenarios/growth.js'
 import { runLatencyScenario } from './scenarios/latency.js'
 import { runMixedScenario } from './scenarios/mixed.js'
 import { runOrderingScenario } from './scenarios/ordering.js'
+import { runPoolerScenario } from './scenarios/pooler.js'
 import { runPublishScenario } from './scenarios/publish.js'
 
 const args = process.argv.slice(2)
@@ -38,7 +39,9 @@ const results: BenchResults = {
     loadAverageStart: loadAverage(),
     loadAverageEnd: [0, 0, 0],
     config,
-    scenarios: only ? [...only] : ['drain', 'publish', 'latency', 'mixed', 'growth', 'ordering', 'backends'],
+    scenarios: only
+      ? [...only]
+      : ['drain', 'publish', 'latency', 'mixed', 'growth', 'ordering', 'backends', 'pooler'],
   },
 }
 log(
@@ -147,6 +150,22 @@ if (wants('backends')) {
   results.backends = await runBackendsScenario(
     url,
     { backlog: config.backendsBacklog, rounds: config.backendsRounds },
+    log,
+  )
+}
+if (wants('pooler')) {
+  log(
+    `\n9. through a pooler, and named vs unnamed statements: publish (${config.publishProducers} producers, ${config.poolerPublishDurationMs / 1000} s) and drain (${config.poolerBacklog.toLocaleString('en')} messages), direct vs PgBouncer, ${config.poolerRounds} interleaved round(s)`,
+  )
+  results.pooler = await runPoolerScenario(
+    url,
+    {
+      rounds: config.poolerRounds,
+      producers: config.publishProducers,
+      publishDurationMs: config.poolerPublishDurationMs,
+      publishWarmupMs: config.poolerPublishWarmupMs,
+      backlog: config.poolerBacklog,
+    },
     log,
   )
 }

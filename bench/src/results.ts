@@ -6,6 +6,7 @@ import type { ClaimCost, MemoryResult } from './scenarios/growth.js'
 import type { LatencyResult } from './scenarios/latency-job.js'
 import type { MixedResult } from './scenarios/mixed.js'
 import type { OrderingResult } from './scenarios/ordering.js'
+import type { PoolerResult } from './scenarios/pooler.js'
 import type { PublishRow } from './scenarios/publish.js'
 
 /** Everything one bench run writes to bench/results/latest.json. */
@@ -29,4 +30,5 @@ export interface BenchResults {
   memory?: MemoryResult
   ordering?: OrderingResult
   backends?: BackendsResult
+  pooler?: PoolerResult
 }

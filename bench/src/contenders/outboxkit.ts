@@ -17,13 +17,21 @@ export type BenchRelayOptions = Pick<
 /**
  * Builds the relay backend for `driver`. postgres.js is loaded lazily, so a missing or unfinished
  * `@outboxkit/postgres-js` only fails the postgres.js rows (the hook), never the pg ones.
+ * `preparedStatements` (pg only) is passed to pgBackend only when set, so builds that predate the
+ * option (`bench:compare`) still run.
  */
 export async function makeBackend(
   driver: OutboxkitDriver,
   url: string,
   poolMax?: number,
+  preparedStatements?: boolean,
 ): Promise<OutboxBackend> {
-  if (driver === 'pg') return pgBackend({ connectionString: url, ...(poolMax ? { max: poolMax } : {}) })
+  if (driver === 'pg')
+    return pgBackend({
+      connectionString: url,
+      ...(poolMax ? { max: poolMax } : {}),
+      ...(preparedStatements === undefined ? {} : { preparedStatements }),
+    })
   const mod = await import('@outboxkit/postgres-js')
   return mod.postgresJsBackend({ url, ...(poolMax ? { max: poolMax } : {}) })
 }
@@ -96,11 +104,14 @@ export async function drainOutboxkit(spec: {
   count: number
   relay: BenchRelayOptions
   poolMax?: number
+  preparedStatements?: boolean
   table?: string
   profileFile?: string
 }): Promise<DrainResult> {
   const outbox = defineOutbox({ table: spec.table ?? OUTBOX_TABLE })
-  const backend = countStatements(await makeBackend(spec.driver, spec.url, spec.poolMax))
+  const backend = countStatements(
+    await makeBackend(spec.driver, spec.url, spec.poolMax, spec.preparedStatements),
+  )
   const relay = createRelay(outbox, {
     backend: backend.backend,
     handlers: { [TOPIC]: () => {} },

@@ -1,6 +1,7 @@
 import type { BenchResults } from '../results.js'
 import type { OrderingDrainRun } from '../scenarios/ordering.js'
 import { round } from '../stats.js'
+import { renderPoolerMarkdown } from './pooler-markdown.js'
 import { checkTargets } from './targets.js'
 
 const n = (v: number | undefined) =>
@@ -204,6 +205,7 @@ export function renderMarkdown(r: BenchResults): string {
     const servers = b.groups[0]?.rows ?? []
     out.push('', ...servers.map((row) => `- ${row.label}: ${row.server || row.skipped || 'n/a'}`))
   }
+  if (r.pooler) out.push('', ...renderPoolerMarkdown(r.pooler))
   const checks = checkTargets(r)
   if (checks.length) {
     out.push('', '## Targets of issue 5 on this run', '')

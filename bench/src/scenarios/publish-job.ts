@@ -27,10 +27,17 @@ async function pgSteps(
   job: PublishJob,
   pool: pg.Pool,
 ): Promise<{ make: () => Promise<Step>; end: () => Promise<void> }> {
-  const outbox = defineOutbox({ table: OUTBOX_TABLE, notify: job.variant === 'outboxkit-notify' })
+  const outbox = defineOutbox({
+    table: OUTBOX_TABLE,
+    notify: job.variant === 'outboxkit-notify' || job.variant === 'outboxkit-notify-named',
+  })
   // Loaded only by the variants that use them, so a variant's process holds only its own modules
   // (and `bench:compare` runs the outboxkit variants on builds that predate `@outboxkit/core/adapter`).
   const adapter = job.variant === 'ref-raw-statement' ? await import('@outboxkit/core/adapter') : undefined
+  const named =
+    job.variant === 'outboxkit-notify-named'
+      ? (await import('@outboxkit/pg')).pgPublisher({ preparedStatements: true })
+      : undefined
   const graphileTask =
     job.variant === 'graphile-add-job' ? (await import('../contenders/graphile.js')).GRAPHILE_TASK : ''
   let boss: { send: (...a: any[]) => Promise<unknown>; stop: (o: object) => Promise<void> } | undefined
@@ -55,6 +62,9 @@ async function pgSteps(
           case 'outboxkit-notify':
           case 'outboxkit-no-notify':
             await publish(outbox, client, { topic: TOPIC, payload })
+            break
+          case 'outboxkit-notify-named':
+            await named!.publish(outbox, client, { topic: TOPIC, payload })
             break
           case 'ref-raw-statement': {
             // Core's statement sent directly (unnamed, like the adapter), without the adapter's

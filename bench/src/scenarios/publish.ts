@@ -66,7 +66,8 @@ export interface PublishRow {
   skipped?: string
 }
 
-async function resetTables(url: string): Promise<void> {
+/** Fresh business and outbox tables for a publish run (DROP and CREATE, then outboxkit's migrate). */
+export async function resetTables(url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   await client.query(`DROP TABLE IF EXISTS ${ORDERS_TABLE}`)

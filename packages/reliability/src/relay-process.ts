@@ -26,6 +26,8 @@ export interface RelayProcess {
   readonly running: boolean
   /** Errors the relay reported (`error` events), in order. */
   readonly errors: readonly Extract<WorkerLine, { type: 'error' }>[]
+  /** Why the relay said LISTEN cannot hear (its `listenUnavailable` event), if it did. */
+  readonly listenUnavailable: string | undefined
   /** The last lines of stderr, for diagnostics. */
   stderr(): string
   /** Sends a signal (SIGKILL: crash; SIGTERM: graceful stop). */
@@ -51,6 +53,7 @@ export function spawnRelayProcess(config: RelayWorkerConfig): RelayProcess {
   let stderr = ''
   let alive = true
   let started = false
+  let listenUnavailable: string | undefined
   let onReady!: () => void
   let onEarlyExit!: (error: Error) => void
   const ready = new Promise<void>((resolve, reject) => {
@@ -86,6 +89,7 @@ export function spawnRelayProcess(config: RelayWorkerConfig): RelayProcess {
         started = true
         onReady()
       } else if (line.type === 'error') errors.push(line)
+      else if (line.type === 'listenUnavailable') listenUnavailable = line.reason
     }
   })
   child.stderr!.setEncoding('utf8')
@@ -105,6 +109,9 @@ export function spawnRelayProcess(config: RelayWorkerConfig): RelayProcess {
       return alive && started
     },
     errors,
+    get listenUnavailable() {
+      return listenUnavailable
+    },
     stderr: () => stderr,
     kill(signal) {
       if (alive) child.kill(signal)

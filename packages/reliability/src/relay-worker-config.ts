@@ -26,6 +26,15 @@ export interface RelayWorkerConfig {
   dialect?: OutboxDialect
   /** PostgreSQL connection string, MySQL URI, or SQLite file (see `DatabaseTarget`). */
   url: string
+  /**
+   * PostgreSQL: the connection string of the relay's `pgBackend` when it is not `url`, e.g. a
+   * transaction-mode PgBouncer in front of the same database; the worker's side effects still
+   * write to `url` directly. The backend's connections then carry no `application_name`: PgBouncer
+   * would leave it on its pooled server connections after the relay died, and the fleet, which
+   * waits until no connection of a dead relay is left (`openConnections`), would wait for them.
+   * Default: `url`.
+   */
+  backendUrl?: string
   tables: LedgerTables
   /**
    * The worker's name: PostgreSQL `application_name` of every connection of the worker, to find
@@ -54,4 +63,5 @@ export const RELAY_CONFIG_ENV = 'OUTBOXKIT_RELAY_CONFIG'
 export type WorkerLine =
   | { type: 'ready'; pid: number }
   | { type: 'error'; during: string; code: string; message: string }
+  | { type: 'listenUnavailable'; reason: string }
   | { type: 'stopped'; pid: number; stats: Record<string, number> }

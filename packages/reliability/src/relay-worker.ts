@@ -48,8 +48,8 @@ async function relayBackend(): Promise<OutboxBackend> {
   switch (target.dialect) {
     case 'postgres':
       return pgBackend({
-        connectionString: config!.url,
-        application_name: config!.applicationName,
+        connectionString: config!.backendUrl ?? config!.url,
+        ...(config!.backendUrl === undefined ? { application_name: config!.applicationName } : {}),
         commandTimeoutMs: config!.commandTimeoutMs,
         max: 4,
       })
@@ -112,6 +112,8 @@ const relay = createRelay(outbox, {
 relay.on('delivered', (e) => {
   if (!e.settled) void noteExplained(e.message.id, e.message.attempts, 'fenced')
 })
+// Through a transaction-mode pooler the backend's LISTEN probe is not heard: the relay polls.
+relay.on('listenUnavailable', (e) => say({ type: 'listenUnavailable', reason: e.reason.slice(0, 300) }))
 relay.on('error', (e) => {
   const err = e.error as Error
   say({

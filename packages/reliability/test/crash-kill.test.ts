@@ -1,7 +1,8 @@
 // Scenario 1: relays are processes of their own and die by SIGKILL mid-handler and mid-batch, on
 // every dialect of the matrix (OUTBOXKIT_DIALECTS): PostgreSQL and MariaDB/MySQL servers, and a
 // SQLite file (WAL) that the test process and the relay processes share.
-import { DIALECTS } from '@outboxkit/conformance'
+import { DIALECTS, describeThroughPgBouncer } from '@outboxkit/conformance'
+import type { OutboxDialect } from '@outboxkit/core'
 import { afterEach, describe, expect, test } from 'vitest'
 import { pollUntil } from '../src/database.js'
 import { liveRows } from '../src/ledger.js'
@@ -17,84 +18,102 @@ afterEach(async () => {
   fixture = undefined
 })
 
-describe.each(DIALECTS)('%s', (dialect) => {
-  test('relays SIGKILLed mid-handler during a drain: lost = 0, phantom = 0, duplicates <= in flight at the kills', async () => {
-    const t0 = Date.now()
-    const f = await fleetFixture(dialect, 'kill', { handler: { sleepMs: [60, 120] } })
-    fixture = f
-    const producer = await produce({
-      db: f.db,
-      outbox: f.outbox,
-      tables: f.tables,
-      producers: 2,
-      rollbackRate: 0.2,
-      maxBatch: 10,
-      keepGoing: (s) => s.committedMessages + s.rolledBackMessages < 1_000,
-    })
-    expect(producer.rolledBackMessages).toBeGreaterThan(0)
-    await f.fleet.spawnMany(3)
-    const statements = ledgerSql(dialect, f.tables)
-    const live = () => liveRows(f.db, f.tables)
-    const replacements: Promise<unknown>[] = []
-    const wantKills = 5
-    while (f.fleet.deaths.length < wantKills && (await live()) > 0) {
-      // Aim at a relay that is inside a handler right now: it has written a side effect whose
-      // message is not settled yet.
-      const victim = await pollUntil(
-        async () => {
-          for (const r of f.fleet.running) {
-            const [row] = await f.db.query<{ n: number }>(statements.inHandler, [r.pid])
-            if (Number(row!.n) > 0) return r
-          }
-          return (await live()) === 0 ? 'drained' : undefined
-        },
-        { timeoutMs: 60_000, intervalMs: 10, what: 'a relay inside a handler' },
-      )
-      if (victim === 'drained') break
-      await f.fleet.kill(victim)
-      replacements.push(f.fleet.spawn())
-      // Keep at least two relays draining before the next kill.
-      await pollUntil(() => f.fleet.running.length >= 2, {
-        timeoutMs: 60_000,
-        what: 'a replacement relay',
-      })
-    }
-    await Promise.all(replacements)
-    await pollUntil(async () => (await live()) === 0, {
-      timeoutMs: 90_000,
-      intervalMs: 200,
-      what: 'the drain',
-    })
-    await f.fleet.stop()
-    const verdict = await computeVerdict(f.db, f.tables)
-    const kills = f.fleet.deaths.filter((d) => d.cause === 'killed')
-    const inFlight = kills.reduce((a, d) => a + d.inFlight, 0)
-    console.log(
-      figuresLine(`sigkill-mid-handler-${dialect}`, {
-        messages: producer.committedMessages + producer.rolledBackMessages,
-        kills: kills.length,
-        inFlightAtKills: inFlight,
-        inFlightPerKill: kills.map((d) => d.inFlight).join('/'),
-        ...verdictFigures(verdict),
-        seconds: ((Date.now() - t0) / 1000).toFixed(1),
-      }),
+const MID_HANDLER_TITLE =
+  'relays SIGKILLed mid-handler during a drain: lost = 0, phantom = 0, duplicates <= in flight at the kills'
+
+/**
+ * The mid-handler kill run on `dialect`: 2 producers commit and roll back 1,000 messages, 3 relay
+ * processes drain them with slow handlers and are SIGKILLed, each while inside a handler, 5 times
+ * (a replacement started each time); then the verdict. With `pooler` (PostgreSQL: a PgBouncer in
+ * transaction mode in front of the test database) the producers' publishes and the relays'
+ * pgBackend go through it, while the ledger's checks read directly.
+ */
+async function killMidHandler(dialect: OutboxDialect, pooler?: string): Promise<void> {
+  const t0 = Date.now()
+  const f = await fleetFixture(dialect, pooler === undefined ? 'kill' : 'kill_pooled', {
+    handler: { sleepMs: [60, 120] },
+    ...(pooler === undefined ? {} : { pooler }),
+  })
+  fixture = f
+  const producer = await produce({
+    db: f.producerDb,
+    outbox: f.outbox,
+    tables: f.tables,
+    producers: 2,
+    rollbackRate: 0.2,
+    maxBatch: 10,
+    keepGoing: (s) => s.committedMessages + s.rolledBackMessages < 1_000,
+  })
+  expect(producer.rolledBackMessages).toBeGreaterThan(0)
+  await f.fleet.spawnMany(3)
+  const statements = ledgerSql(dialect, f.tables)
+  const live = () => liveRows(f.db, f.tables)
+  const replacements: Promise<unknown>[] = []
+  const wantKills = 5
+  while (f.fleet.deaths.length < wantKills && (await live()) > 0) {
+    // Aim at a relay that is inside a handler right now: it has written a side effect whose
+    // message is not settled yet.
+    const victim = await pollUntil(
+      async () => {
+        for (const r of f.fleet.running) {
+          const [row] = await f.db.query<{ n: number }>(statements.inHandler, [r.pid])
+          if (Number(row!.n) > 0) return r
+        }
+        return (await live()) === 0 ? 'drained' : undefined
+      },
+      { timeoutMs: 60_000, intervalMs: 10, what: 'a relay inside a handler' },
     )
-    expect(kills.length).toBeGreaterThanOrEqual(3)
-    expect(inFlight).toBeGreaterThan(0) // the kills did land mid-handler...
-    // ...and mid-batch: at some kill, several messages of the relay's claimed batch were in flight.
-    expect(Math.max(...kills.map((d) => d.inFlight))).toBeGreaterThanOrEqual(2)
-    expect(verdict.committed).toBe(producer.committedMessages)
-    expect(verdict.rolledBack).toBe(producer.rolledBackMessages)
-    expect(verdict.lost).toBe(0)
-    expect(verdict.phantom).toBe(0)
-    expect(verdict.unknown).toBe(0)
-    expect(verdict.sameAttempt).toBe(0)
-    expect(verdict.unexplained).toBe(0)
-    expect(verdict.duplicates).toBeLessThanOrEqual(explainedTotal(verdict))
-    // No lease expired in a live relay: every duplicate comes from a kill.
-    expect(verdict.duplicates).toBeLessThanOrEqual(inFlight)
-    expect(violations(verdict)).toEqual([])
-  }, 240_000)
+    if (victim === 'drained') break
+    await f.fleet.kill(victim)
+    replacements.push(f.fleet.spawn())
+    // Keep at least two relays draining before the next kill.
+    await pollUntil(() => f.fleet.running.length >= 2, {
+      timeoutMs: 60_000,
+      what: 'a replacement relay',
+    })
+  }
+  await Promise.all(replacements)
+  await pollUntil(async () => (await live()) === 0, {
+    timeoutMs: 90_000,
+    intervalMs: 200,
+    what: 'the drain',
+  })
+  await f.fleet.stop()
+  const verdict = await computeVerdict(f.db, f.tables)
+  const kills = f.fleet.deaths.filter((d) => d.cause === 'killed')
+  const inFlight = kills.reduce((a, d) => a + d.inFlight, 0)
+  console.log(
+    figuresLine(`sigkill-mid-handler-${dialect}${pooler === undefined ? '' : '-pgbouncer'}`, {
+      messages: producer.committedMessages + producer.rolledBackMessages,
+      kills: kills.length,
+      inFlightAtKills: inFlight,
+      inFlightPerKill: kills.map((d) => d.inFlight).join('/'),
+      relaysPolling: f.fleet.all.filter((r) => r.listenUnavailable !== undefined).length,
+      ...verdictFigures(verdict),
+      seconds: ((Date.now() - t0) / 1000).toFixed(1),
+    }),
+  )
+  expect(kills.length).toBeGreaterThanOrEqual(3)
+  expect(inFlight).toBeGreaterThan(0) // the kills did land mid-handler...
+  // ...and mid-batch: at some kill, several messages of the relay's claimed batch were in flight.
+  expect(Math.max(...kills.map((d) => d.inFlight))).toBeGreaterThanOrEqual(2)
+  expect(verdict.committed).toBe(producer.committedMessages)
+  expect(verdict.rolledBack).toBe(producer.rolledBackMessages)
+  expect(verdict.lost).toBe(0)
+  expect(verdict.phantom).toBe(0)
+  expect(verdict.unknown).toBe(0)
+  expect(verdict.sameAttempt).toBe(0)
+  expect(verdict.unexplained).toBe(0)
+  expect(verdict.duplicates).toBeLessThanOrEqual(explainedTotal(verdict))
+  // No lease expired in a live relay: every duplicate comes from a kill.
+  expect(verdict.duplicates).toBeLessThanOrEqual(inFlight)
+  expect(violations(verdict)).toEqual([])
+  // Through the pooler, the relays' backends did go through it: their LISTEN probe was not heard.
+  if (pooler !== undefined) expect(f.fleet.all.some((r) => r.listenUnavailable !== undefined)).toBe(true)
+}
+
+describe.each(DIALECTS)('%s', (dialect) => {
+  test(MID_HANDLER_TITLE, () => killMidHandler(dialect), 240_000)
 
   test('a handler that SIGKILLs its own process on every attempt is dead-lettered after maxAttempts, not looped', async () => {
     const maxAttempts = 3
@@ -160,4 +179,11 @@ describe.each(DIALECTS)('%s', (dialect) => {
     expect(verdict.lost).toBe(0)
     expect(verdict.unexplained).toBe(0)
   }, 240_000)
+})
+
+// The same run with the producers and the relays' backends behind a transaction-mode pooler.
+describe.runIf(DIALECTS.includes('postgres'))('postgres (pooled)', () => {
+  describeThroughPgBouncer('postgres', (url) => {
+    test(MID_HANDLER_TITLE, () => killMidHandler('postgres', url), 240_000)
+  })
 })

@@ -11,6 +11,8 @@ import type { RelayWorkerConfig } from '../../src/relay-worker-config.js'
 /** A run's tables, a bookkeeping connection and a fleet of relay processes, torn down by `close()`. */
 export interface FleetFixture {
   readonly db: LedgerDb
+  /** Where the producers publish: `db`, or a connection of its own through the `pooler`. */
+  readonly producerDb: LedgerDb
   readonly tables: LedgerTables
   readonly outbox: Outbox
   readonly fleet: RelayFleet
@@ -44,6 +46,9 @@ export function testTarget(dialect: OutboxDialect, name: string): DatabaseTarget
 /**
  * Creates the tables of a run named after `name` on the `dialect` test database and a fleet whose
  * relays (on the matching backend) use `relay` and `handler` (merged over CI-friendly defaults).
+ * With `pooler` (PostgreSQL: the URL of a pooler in front of the same database) the producers'
+ * `producerDb` and the relays' backends go through it; the bookkeeping and the relays' side
+ * effects stay on direct connections.
  */
 export async function fleetFixture(
   dialect: OutboxDialect,
@@ -51,6 +56,7 @@ export async function fleetFixture(
   overrides: {
     relay?: Partial<RelayWorkerConfig['relay']>
     handler?: Partial<RelayWorkerConfig['handler']>
+    pooler?: string
   } & Pick<RelayFleetOptions, 'restartOnDeath'> = {},
 ): Promise<FleetFixture> {
   const target = testTarget(dialect, name)
@@ -58,6 +64,8 @@ export async function fleetFixture(
   const tables = ledgerTables(prefix)
   const db = await openLedgerDb(target, { max: 8 })
   const outbox = await createLedger(db, tables)
+  const { pooler } = overrides
+  const producerDb = pooler === undefined ? db : await openLedgerDb({ dialect, url: pooler }, { max: 4 })
   const fleet = new RelayFleet({
     db,
     tables,
@@ -65,6 +73,7 @@ export async function fleetFixture(
     config: (n) => ({
       dialect,
       url: target.url,
+      ...(pooler === undefined ? {} : { backendUrl: pooler }),
       tables,
       applicationName: `${prefix.slice(0, 50)}_r${n}`,
       commandTimeoutMs: 15_000,
@@ -84,11 +93,13 @@ export async function fleetFixture(
   })
   return {
     db,
+    producerDb,
     tables,
     outbox,
     fleet,
     async close() {
       await fleet.stop(5_000).catch(() => {})
+      if (producerDb !== db) await producerDb.close()
       await dropLedger(db, tables).catch(() => {})
       await db.close()
       target.dispose()
