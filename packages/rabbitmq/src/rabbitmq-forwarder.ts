@@ -21,7 +21,7 @@ import { type RabbitmqForwarderOptions, resolveForwarderOptions, routingKeyFor }
  * `OutboxError` (so the relay retries with its backoff, then dead-letters) when RabbitMQ nacks the
  * message (`BROKER`), returns it as unroutable (`BROKER`, naming the exchange and routing key),
  * the channel or its connection closes before the confirm (`BROKER`), or no confirm arrives within
- * `timeoutMs` (`TIMEOUT`).
+ * `timeoutMs` (`TIMEOUT`). The handler fits any topic, of a typed outbox too.
  *
  * @param channel - an amqplib 2.x `ConfirmChannel` (`await connection.createConfirmChannel()`),
  * or a function returning one (or a promise of one) that the forwarder calls on first use and
@@ -41,16 +41,15 @@ import { type RabbitmqForwarderOptions, resolveForwarderOptions, routingKeyFor }
  * })
  * ```
  */
-export function rabbitmqForwarder<TPayload = unknown, TTopic extends string = string>(
+export function rabbitmqForwarder(
   channel: AmqpConfirmChannel | ConfirmChannelFactory,
-  options: RabbitmqForwarderOptions<DeliveredMessage<TPayload, TTopic>>,
-): Handler<TPayload, TTopic> {
+  options: RabbitmqForwarderOptions<DeliveredMessage>,
+): Handler {
   const source = assertChannelSource(channel)
-  const { exchange, routingKeyOf, timeoutMs } =
-    resolveForwarderOptions<DeliveredMessage<TPayload, TTopic>>(options)
+  const { exchange, routingKeyOf, timeoutMs } = resolveForwarderOptions<DeliveredMessage>(options)
   const channels: ChannelSource =
     typeof source === 'function' ? factoryChannelSource(source) : fixedChannelSource(source)
-  return async (message: DeliveredMessage<TPayload, TTopic>, context: HandlerContext) => {
+  return async (message: DeliveredMessage, context: HandlerContext) => {
     const envelope = brokerEnvelope(message, 'rabbitmq')
     const target = { exchange, routingKey: routingKeyFor(routingKeyOf, message) }
     const confirmed = channels.acquire().then((watched) => watched.publish(envelope, target))
