@@ -2,68 +2,55 @@
 // confirms, a factory that returns one, and every wrong option.
 import { deliveredMessage, expectOutboxError, rejection, thrown } from '@outboxkit/conformance'
 import { type AmqpConfirmChannel, rabbitmqForwarder } from '@outboxkit/rabbitmq'
-import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib'
+import type { Channel, ChannelModel } from 'amqplib'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { TestBroker } from './rabbitmq-broker.js'
 
 const context = () => ({ signal: new AbortController().signal })
 const options = { exchange: 'orders', routingKey: 'created' }
 
+/** A refusal of `handle` at `rabbitmqForwarder(handle, ...)`, whose message says `message`. */
+const refusedHandle = (handle: unknown, ...message: string[]) =>
+  expectOutboxError(
+    thrown(() => rabbitmqForwarder(handle as never, options)),
+    'INVALID_CONFIG',
+    {
+      source: 'rabbitmq',
+      message,
+    },
+  )
+
 describe('rabbitmqForwarder refuses what is not a confirm channel', () => {
   let broker: TestBroker
   let connection: ChannelModel
-  let plain: Channel
-  let confirm: ConfirmChannel
   beforeAll(async () => {
     broker = await new TestBroker().start()
     connection = await broker.connect()
-    plain = await connection.createChannel()
-    confirm = await connection.createConfirmChannel()
   })
   afterAll(() => broker.close())
 
-  test('a ConfirmChannel of amqplib is accepted, and its type fits the structural one', () => {
-    const typed: AmqpConfirmChannel = confirm
+  test('a ConfirmChannel of amqplib is accepted, and its type fits the structural one', async () => {
+    const typed: AmqpConfirmChannel = await connection.createConfirmChannel()
     expect(typeof rabbitmqForwarder(typed, options)).toBe('function')
     expect(typeof rabbitmqForwarder(() => connection.createConfirmChannel(), options)).toBe('function')
   })
 
   test('a connection is refused, telling to create a confirm channel', () => {
-    expectOutboxError(
-      thrown(() => rabbitmqForwarder(connection as never, options)),
-      'INVALID_CONFIG',
-      {
-        source: 'rabbitmq',
-        message: ['an amqplib connection', 'createConfirmChannel()'],
-      },
-    )
+    refusedHandle(connection, 'an amqplib connection', 'createConfirmChannel()')
   })
 
-  test('a channel without publisher confirms is refused', () => {
-    expectOutboxError(
-      thrown(() => rabbitmqForwarder(plain as never, options)),
-      'INVALID_CONFIG',
-      {
-        source: 'rabbitmq',
-        message: ['without publisher confirms', 'connection.createChannel()'],
-      },
-    )
+  test('a channel without publisher confirms is refused', async () => {
+    const plain: Channel = await connection.createChannel()
+    refusedHandle(plain, 'without publisher confirms', 'connection.createChannel()')
   })
 
   test('a value that is no handle is refused, naming it', () => {
-    for (const value of [undefined, null, 'amqp://localhost', { publish() {} }]) {
-      expectOutboxError(
-        thrown(() => rabbitmqForwarder(value as never, options)),
-        'INVALID_CONFIG',
-        {
-          source: 'rabbitmq',
-          message: ['needs an amqplib ConfirmChannel'],
-        },
-      )
-    }
+    for (const value of [undefined, null, 'amqp://localhost', { publish() {} }])
+      refusedHandle(value, 'needs an amqplib ConfirmChannel')
   })
 
   test('a factory that returns a plain channel rejects the forward with INVALID_CONFIG', async () => {
+    const plain = await connection.createChannel()
     const forward = rabbitmqForwarder(() => plain as never, options)
     expectOutboxError(
       await rejection(Promise.resolve(forward(deliveredMessage(), context()))),

@@ -88,30 +88,29 @@ test('every committed message reaches the queue while the path is cut and then f
     pollIntervalMs: 50,
   })
   const read = queueReader(queue)
-  const committed = await commitMessages(
-    outbox,
-    Array.from({ length: 20 }, (_, i) => ({ i })),
-  )
+  const batch = (from: number) =>
+    commitMessages(
+      outbox,
+      Array.from({ length: 20 }, (_, i) => ({ i: from + i })),
+    )
+  const committed = await batch(0)
   await relay.start()
   try {
     await waitFor(async () => (await read()).length >= 5, { what: 'the first messages in the queue' })
-    proxy.cut({ refuse: true })
-    const more = commitMessages(
-      outbox,
-      Array.from({ length: 20 }, (_, i) => ({ i: 20 + i })),
-    )
-    await nextEvent(relay, 'retried', { where: (e) => isOutboxError(e.error, 'BROKER') })
-    proxy.heal()
-    committed.push(...(await more))
-    await waitFor(async () => (await read()).length >= 25, { what: 'messages after the cut healed' })
-    proxy.pause()
-    const frozen = commitMessages(
-      outbox,
-      Array.from({ length: 20 }, (_, i) => ({ i: 40 + i })),
-    )
-    await nextEvent(relay, 'retried', { where: (e) => isOutboxError(e.error, 'TIMEOUT') })
-    proxy.resume()
-    committed.push(...(await frozen))
+    // Each fault holds while the next batch commits, until the relay failed on it with its code.
+    for (const [from, code, fault, lift] of [
+      [20, 'BROKER', () => proxy.cut({ refuse: true }), () => proxy.heal()],
+      [40, 'TIMEOUT', () => proxy.pause(), () => proxy.resume()],
+    ] as const) {
+      fault()
+      const commits = batch(from)
+      await nextEvent(relay, 'retried', { where: (e) => isOutboxError(e.error, code) })
+      lift()
+      committed.push(...(await commits))
+      await waitFor(async () => (await read()).length >= from + 5, {
+        what: `messages after the ${code} fault`,
+      })
+    }
     const ids = await waitFor(
       async () => {
         const seen = await read()

@@ -3,7 +3,7 @@
 // publishes), a missing exchange (the server closes the channel) and a channel factory healing it.
 import { deliveredMessage, expectOutboxError, rejection } from '@outboxkit/conformance'
 import { rabbitmqForwarder } from '@outboxkit/rabbitmq'
-import type { ChannelModel, ConfirmChannel } from 'amqplib'
+import type { ConfirmChannel } from 'amqplib'
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { TestBroker } from './rabbitmq-broker.js'
 
@@ -11,19 +11,20 @@ const context = () => ({ signal: new AbortController().signal })
 const forwarded = (handler: ReturnType<typeof rabbitmqForwarder>, message = deliveredMessage()) =>
   Promise.resolve(handler(message, context()))
 
+/** The file's exchange, its queues by routing key and a confirm channel on a connection of its own. */
+async function startBroker() {
+  const broker = await new TestBroker().start()
+  const created = await broker.queue('order.created')
+  const paid = await broker.queue('order.paid')
+  const small = await broker.queue('small', { 'x-max-length-bytes': 64, 'x-overflow': 'reject-publish' })
+  const connection = await broker.connect()
+  return { broker, created, paid, small, connection, channel: await connection.createConfirmChannel() }
+}
 let broker: TestBroker
-let connection: ChannelModel
-let channel: ConfirmChannel
-let created: string
-let paid: string
-let small: string
+let on: Awaited<ReturnType<typeof startBroker>>
 beforeAll(async () => {
-  broker = await new TestBroker().start()
-  created = await broker.queue('order.created')
-  paid = await broker.queue('order.paid')
-  small = await broker.queue('small', { 'x-max-length-bytes': 64, 'x-overflow': 'reject-publish' })
-  connection = await broker.connect()
-  channel = await connection.createConfirmChannel()
+  on = await startBroker()
+  broker = on.broker
 })
 afterAll(() => broker.close())
 
@@ -32,10 +33,10 @@ test('messages are persistent, with messageId, type, contentType and every heade
     headers: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tenant: 'acme' },
   })
   await forwarded(
-    rabbitmqForwarder(channel, { exchange: broker.exchange, routingKey: 'order.created' }),
+    rabbitmqForwarder(on.channel, { exchange: broker.exchange, routingKey: 'order.created' }),
     message,
   )
-  const [got, ...rest] = await broker.drain(created)
+  const [got, ...rest] = await broker.drain(on.created)
   expect(rest).toEqual([])
   expect(got!.properties).toMatchObject({
     deliveryMode: 2,
@@ -49,16 +50,16 @@ test('messages are persistent, with messageId, type, contentType and every heade
 })
 
 test('the routing key may be a function of the message', async () => {
-  const forward = rabbitmqForwarder(channel, { exchange: broker.exchange, routingKey: (m) => m.topic })
+  const forward = rabbitmqForwarder(on.channel, { exchange: broker.exchange, routingKey: (m) => m.topic })
   const a = deliveredMessage({ topic: 'order.created' })
   const b = deliveredMessage({ topic: 'order.paid' })
   await Promise.all([forwarded(forward, a), forwarded(forward, b)])
-  expect((await broker.drain(created)).map((m) => m.properties.messageId)).toEqual([a.id])
-  expect((await broker.drain(paid)).map((m) => m.properties.messageId)).toEqual([b.id])
+  expect((await broker.drain(on.created)).map((m) => m.properties.messageId)).toEqual([a.id])
+  expect((await broker.drain(on.paid)).map((m) => m.properties.messageId)).toEqual([b.id])
 })
 
 test('an unroutable message (returned before its confirm) rejects naming the exchange and routing key', async () => {
-  const forward = rabbitmqForwarder(channel, { exchange: broker.exchange, routingKey: 'order.lost' })
+  const forward = rabbitmqForwarder(on.channel, { exchange: broker.exchange, routingKey: 'order.lost' })
   const message = deliveredMessage()
   const error = await rejection(forwarded(forward, message))
   expectOutboxError(error, 'BROKER', {
@@ -72,24 +73,24 @@ test('an unroutable message (returned before its confirm) rejects naming the exc
     ],
   })
   // The channel stays usable: the next routable message is confirmed.
-  await forwarded(rabbitmqForwarder(channel, { exchange: broker.exchange, routingKey: 'order.created' }))
-  expect(await broker.drain(created)).toHaveLength(1)
+  await forwarded(rabbitmqForwarder(on.channel, { exchange: broker.exchange, routingKey: 'order.created' }))
+  expect(await broker.drain(on.created)).toHaveLength(1)
 })
 
 test('a nack (a queue that rejects publishes once full) rejects with BROKER, the next message passes', async () => {
-  const forward = rabbitmqForwarder(channel, { exchange: broker.exchange, routingKey: 'small' })
+  const forward = rabbitmqForwarder(on.channel, { exchange: broker.exchange, routingKey: 'small' })
   const error = await rejection(forwarded(forward, deliveredMessage({ payload: { text: 'x'.repeat(200) } })))
   expectOutboxError(error, 'BROKER', {
     source: 'rabbitmq',
     message: ['RabbitMQ refused', 'basic.nack', 'routing key "small"'],
   })
-  expect(await broker.drain(small)).toEqual([])
+  expect(await broker.drain(on.small)).toEqual([])
   await forwarded(forward, deliveredMessage({ payload: 1, key: null, headers: {} }))
-  expect(await broker.drain(small)).toHaveLength(1)
+  expect(await broker.drain(on.small)).toHaveLength(1)
 })
 
 test('a missing exchange closes the given channel: BROKER with the server reason, then a closed-channel error', async () => {
-  const own = await connection.createConfirmChannel()
+  const own = await on.connection.createConfirmChannel()
   const forward = rabbitmqForwarder(own, { exchange: `${broker.exchange}.missing`, routingKey: 'x' })
   expectOutboxError(await rejection(forwarded(forward)), 'BROKER', {
     source: 'rabbitmq',
@@ -104,7 +105,7 @@ test('a missing exchange closes the given channel: BROKER with the server reason
 test('with a channel function, the forward after a closed channel opens a fresh one', async () => {
   const opened: ConfirmChannel[] = []
   const open = async () => {
-    const fresh = await connection.createConfirmChannel()
+    const fresh = await on.connection.createConfirmChannel()
     opened.push(fresh)
     return fresh
   }
@@ -115,7 +116,7 @@ test('with a channel function, the forward after a closed channel opens a fresh 
   await opened[0]!.close()
   await forwarded(forward)
   expect(opened).toHaveLength(2)
-  expect(await broker.drain(created)).toHaveLength(3)
+  expect(await broker.drain(on.created)).toHaveLength(3)
 })
 
 test('a channel function that fails rejects with BROKER, and is called again on the next forward', async () => {
@@ -124,7 +125,7 @@ test('a channel function that fails rejects with BROKER, and is called again on 
     async () => {
       calls++
       if (calls === 1) throw new Error('connection refused')
-      return connection.createConfirmChannel()
+      return on.connection.createConfirmChannel()
     },
     { exchange: broker.exchange, routingKey: 'order.created' },
   )
@@ -134,5 +135,5 @@ test('a channel function that fails rejects with BROKER, and is called again on 
   })
   await forwarded(forward)
   expect(calls).toBe(2)
-  expect(await broker.drain(created)).toHaveLength(1)
+  expect(await broker.drain(on.created)).toHaveLength(1)
 })
