@@ -137,3 +137,12 @@ test('a channel function that fails rejects with BROKER, and is called again on 
   expect(calls).toBe(2)
   expect(await broker.drain(on.created)).toHaveLength(1)
 })
+
+test('a forward the relay gives up on (its signal aborted) rejects with BROKER, never resolves', async () => {
+  const forward = rabbitmqForwarder(on.channel, { exchange: broker.exchange, routingKey: 'order.created' })
+  const controller = new AbortController()
+  controller.abort()
+  const error = await rejection(Promise.resolve(forward(deliveredMessage(), { signal: controller.signal })))
+  expectOutboxError(error, 'BROKER', { source: 'rabbitmq', message: ['aborted'] })
+  await broker.drain(on.created)
+})
