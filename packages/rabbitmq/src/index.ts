@@ -1,1 +1,8 @@
-export {}
+export type {
+  AmqpConfirmChannel,
+  AmqpPublishOptions,
+  AmqpReturnedMessage,
+  ConfirmChannelFactory,
+} from './confirm-channel.js'
+export type { RabbitmqForwarderOptions } from './forwarder-options.js'
+export { rabbitmqForwarder } from './rabbitmq-forwarder.js'
