@@ -1,4 +1,4 @@
-import { OutboxError, type PublishFn, type PublishManyFn } from '@outboxkit/core'
+import type { PublishFn, PublishManyFn } from '@outboxkit/core'
 import {
   createMysqlPublisher,
   MARIADB_TRANSACTION_GUARD,
@@ -6,6 +6,7 @@ import {
   type MysqlStatement,
 } from '@outboxkit/core/adapter'
 import { mapPrismaError, sqlState } from './prisma-errors.js'
+import { rawRows } from './raw-rows.js'
 import {
   ADAPTER,
   checkPrismaTransaction,
@@ -27,17 +28,6 @@ function engineOf(tx: PrismaTransactionClient): object | undefined {
 /** Thrown (as the cause of core's error) when MySQL rejected the guard: run the publish again unguarded. */
 class GuardUnsupported extends Error {}
 
-function rowsOf(rows: unknown): Record<string, unknown>[] {
-  if (!Array.isArray(rows)) {
-    throw new OutboxError(
-      'DATABASE',
-      `publish expected rows from $queryRawUnsafe, got ${rows === null ? 'null' : typeof rows}. Is a client extension rewriting $queryRawUnsafe?`,
-      { source: ADAPTER },
-    )
-  }
-  return rows as Record<string, unknown>[]
-}
-
 const truthy = (v: unknown): boolean => v === true || v === 1 || v === 1n || v === '1'
 
 const endedUnderneath = () =>
@@ -48,14 +38,14 @@ const endedUnderneath = () =>
 async function execute(tx: PrismaTransactionClient, statement: MysqlStatement): Promise<MysqlResult> {
   try {
     if (!statement.write) {
-      const rows = rowsOf(await tx.$queryRawUnsafe(statement.sql, ...statement.params))
+      const rows = rawRows(await tx.$queryRawUnsafe(statement.sql, ...statement.params))
       return { rows, affectedRows: 0 }
     }
     const affectedRows = Number(await tx.$executeRawUnsafe(statement.sql, ...statement.params))
     if (statement.guarded && affectedRows === 0) {
       // Either the guard was false (nothing written: the transaction is gone) or every row was a
       // taken dedupKey on a pool opened with foundRows: false. Ask the session which one.
-      const [row] = rowsOf(await tx.$queryRawUnsafe(`SELECT ${MARIADB_TRANSACTION_GUARD} AS open`))
+      const [row] = rawRows(await tx.$queryRawUnsafe(`SELECT ${MARIADB_TRANSACTION_GUARD} AS open`))
       if (!truthy(row?.open)) throw endedUnderneath()
     }
     return { rows: [], affectedRows }

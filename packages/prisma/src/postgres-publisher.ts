@@ -1,6 +1,5 @@
-import { OutboxError } from '@outboxkit/core'
 import { createPostgresPublisher, type PostgresPublishStatement } from '@outboxkit/core/adapter'
-import { mapPrismaError } from './prisma-errors.js'
+import { queryRawRows } from './raw-rows.js'
 import { ADAPTER, checkPrismaTransaction, type PrismaTransactionClient } from './transaction-client.js'
 
 /**
@@ -8,15 +7,8 @@ import { ADAPTER, checkPrismaTransaction, type PrismaTransactionClient } from '.
  * `dedup_key` text or null, `inserted` boolean or null. Driver adapters differ in how they hand
  * back text and booleans, so both are normalised here.
  */
-function normaliseRows(rows: unknown): Record<string, unknown>[] {
-  if (!Array.isArray(rows)) {
-    throw new OutboxError(
-      'DATABASE',
-      `publish expected rows from $queryRawUnsafe, got ${rows === null ? 'null' : typeof rows}. Is a client extension rewriting $queryRawUnsafe?`,
-      { source: ADAPTER },
-    )
-  }
-  return rows.map((row: Record<string, unknown>) => ({
+function normaliseRows(rows: Record<string, unknown>[]): Record<string, unknown>[] {
+  return rows.map((row) => ({
     id: row.id === null || row.id === undefined ? null : String(row.id),
     dedup_key: row.dedup_key === null || row.dedup_key === undefined ? null : String(row.dedup_key),
     inserted:
@@ -27,14 +19,7 @@ function normaliseRows(rows: unknown): Record<string, unknown>[] {
 }
 
 async function execute(tx: PrismaTransactionClient, statement: PostgresPublishStatement) {
-  let rows: unknown
-  try {
-    // The transaction's own raw path: one statement, one round trip, positional values as given.
-    rows = await tx.$queryRawUnsafe(statement.text, ...statement.values)
-  } catch (err) {
-    throw mapPrismaError(err, 'postgres') ?? err
-  }
-  return normaliseRows(rows)
+  return normaliseRows(await queryRawRows(tx, statement.text, statement.values, 'postgres'))
 }
 
 /** `publish`/`publishMany` on a Prisma transaction client of the `postgresql` provider. */

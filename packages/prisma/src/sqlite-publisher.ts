@@ -1,6 +1,5 @@
-import { OutboxError } from '@outboxkit/core'
 import { createSqlitePublisher, type SqliteStatement } from '@outboxkit/core/adapter'
-import { mapPrismaError } from './prisma-errors.js'
+import { queryRawRows } from './raw-rows.js'
 import {
   ADAPTER,
   checkPrismaTransaction,
@@ -9,15 +8,8 @@ import {
 } from './transaction-client.js'
 
 /** Raw-query rows with SQLite integers (which Prisma hands back as `bigint`) as numbers where safe. */
-function normaliseRows(rows: unknown): Record<string, unknown>[] {
-  if (!Array.isArray(rows)) {
-    throw new OutboxError(
-      'DATABASE',
-      `publish expected rows from $queryRawUnsafe, got ${rows === null ? 'null' : typeof rows}. Is a client extension rewriting $queryRawUnsafe?`,
-      { source: ADAPTER },
-    )
-  }
-  return rows.map((row: Record<string, unknown>) => {
+function normaliseRows(rows: Record<string, unknown>[]): Record<string, unknown>[] {
+  return rows.map((row) => {
     const out: Record<string, unknown> = {}
     for (const [k, v] of Object.entries(row)) {
       out[k] = typeof v === 'bigint' && Number.isSafeInteger(Number(v)) ? Number(v) : v
@@ -27,15 +19,7 @@ function normaliseRows(rows: unknown): Record<string, unknown>[] {
 }
 
 async function all(tx: PrismaTransactionClient, statement: SqliteStatement) {
-  let rows: unknown
-  try {
-    // A native Promise on purpose: core tells synchronous drivers from asynchronous ones by it, and
-    // Prisma's own PrismaPromise runs only once awaited.
-    rows = await tx.$queryRawUnsafe(statement.sql, ...statement.params)
-  } catch (err) {
-    throw mapPrismaError(err, 'sqlite') ?? err
-  }
-  return normaliseRows(rows)
+  return normaliseRows(await queryRawRows(tx, statement.sql, statement.params, 'sqlite'))
 }
 
 /**

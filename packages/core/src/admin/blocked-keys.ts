@@ -1,8 +1,8 @@
-import { assertOutbox, type Outbox } from '../outbox/define-outbox.js'
+import type { Outbox } from '../outbox/define-outbox.js'
 import { OutboxError } from '../outbox/errors.js'
 import { formatValue } from '../outbox/format-value.js'
 import type { BlockedKeyRow, OutboxBackend } from '../protocol/backend.js'
-import { assertAdminOptions, assertBackendCan, pageLimit, stringList } from './checks.js'
+import { adminBackend, pageLimit, stringList } from './checks.js'
 
 /** A key of an ordered topic held back by its head message, as {@link listBlockedKeys} returns it. */
 export interface BlockedKey {
@@ -57,9 +57,13 @@ export async function listBlockedKeys(
   backend: OutboxBackend,
   options: ListBlockedKeysOptions = {},
 ): Promise<BlockedKey[]> {
-  assertOutbox(outbox, 'listBlockedKeys')
-  assertBackendCan(backend, 'blockedKeys', 'listBlockedKeys')
-  assertAdminOptions(options, ['topics', 'includeRetrying', 'limit', 'afterKey'], 'listBlockedKeys')
+  const can = adminBackend('listBlockedKeys', {
+    outbox,
+    backend,
+    member: 'blockedKeys',
+    options,
+    known: ['topics', 'includeRetrying', 'limit', 'afterKey'],
+  })
   const topics = stringList('listBlockedKeys', 'topics', options.topics)
   const limit = pageLimit('listBlockedKeys', options.limit)
   if (options.afterKey !== undefined && typeof options.afterKey !== 'string') {
@@ -68,7 +72,7 @@ export async function listBlockedKeys(
       `listBlockedKeys afterKey must be a key string, got ${formatValue(options.afterKey)}.`,
     )
   }
-  const rows = await backend.blockedKeys({
+  const rows = await can.blockedKeys({
     table: outbox.table,
     continueAfterDead: [...outbox.deadLetterContinues],
     topics,

@@ -1,3 +1,4 @@
+import { assertOutbox } from '../outbox/define-outbox.js'
 import { OutboxError } from '../outbox/errors.js'
 import { formatValue } from '../outbox/format-value.js'
 import { assertKnownOptions } from '../outbox/options.js'
@@ -78,4 +79,46 @@ export function pageLimit(what: string, value: unknown): number {
     )
   }
   return limit
+}
+
+/**
+ * The checks of an admin function every backend serves, in order: the outbox, the backend (see
+ * {@link assertBackend}), then its `options` (see {@link assertAdminOptions}).
+ */
+export function assertAdminCall(
+  what: string,
+  call: { outbox: unknown; backend: unknown; options: unknown; known: readonly string[] },
+): void {
+  assertOutbox(call.outbox, what)
+  assertBackend(call.backend, what)
+  assertAdminOptions(call.options, call.known, what)
+}
+
+/**
+ * The checks of an admin function that needs the backend's optional `member`, in order: the
+ * outbox, the backend (see {@link assertBackendCan}), then its `options` (see
+ * {@link assertAdminOptions}). Returns the backend, typed with `member`.
+ */
+export function adminBackend<K extends 'stats' | 'listDead' | 'discard' | 'blockedKeys'>(
+  what: string,
+  call: { outbox: unknown; backend: unknown; member: K; options: unknown; known: readonly string[] },
+): OutboxBackend & Required<Pick<OutboxBackend, K>> {
+  assertOutbox(call.outbox, what)
+  const { backend } = call
+  assertBackendCan(backend, call.member, what)
+  assertAdminOptions(call.options, call.known, what)
+  return backend
+}
+
+/** The `ids` (UUID strings) and `topics` that select the messages of redrive and discard; throws `INVALID_CONFIG`. */
+export function messageSelection(
+  what: string,
+  options: { ids?: unknown; topics?: unknown },
+): { ids: readonly string[] | undefined; topics: readonly string[] | undefined } {
+  const ids = stringList(what, 'ids', options.ids)
+  const topics = stringList(what, 'topics', options.topics)
+  if (ids?.some((id) => !isUuid(id))) {
+    throw new OutboxError('INVALID_CONFIG', `${what} ids must be UUID strings.`)
+  }
+  return { ids, topics }
 }

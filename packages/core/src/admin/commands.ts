@@ -2,7 +2,7 @@ import { assertOutbox, type Outbox } from '../outbox/define-outbox.js'
 import { OutboxError } from '../outbox/errors.js'
 import { formatValue } from '../outbox/format-value.js'
 import type { OutboxBackend } from '../protocol/backend.js'
-import { assertAdminOptions, assertBackend, isUuid, stringList } from './checks.js'
+import { assertAdminCall, assertBackend, messageSelection } from './checks.js'
 
 /**
  * Creates the outbox table and its indexes if they do not exist. Safe to run again and from
@@ -36,9 +36,7 @@ export async function purge(
   backend: OutboxBackend,
   options: PurgeOptions = {},
 ): Promise<number> {
-  assertOutbox(outbox, 'purge')
-  assertBackend(backend, 'purge')
-  assertAdminOptions(options, ['states', 'olderThanMs'], 'purge')
+  assertAdminCall('purge', { outbox, backend, options, known: ['states', 'olderThanMs'] })
   const states = options.states ?? ['dead', 'delivered']
   if (!Array.isArray(states) || states.some((s) => s !== 'dead' && s !== 'delivered')) {
     throw new OutboxError(
@@ -73,13 +71,6 @@ export async function redrive(
   backend: OutboxBackend,
   options: RedriveOptions = {},
 ): Promise<number> {
-  assertOutbox(outbox, 'redrive')
-  assertBackend(backend, 'redrive')
-  assertAdminOptions(options, ['ids', 'topics'], 'redrive')
-  const ids = stringList('redrive', 'ids', options.ids)
-  const topics = stringList('redrive', 'topics', options.topics)
-  if (ids?.some((id) => !isUuid(id))) {
-    throw new OutboxError('INVALID_CONFIG', 'redrive ids must be UUID strings.')
-  }
-  return backend.redrive({ table: outbox.table, ids, topics })
+  assertAdminCall('redrive', { outbox, backend, options, known: ['ids', 'topics'] })
+  return backend.redrive({ table: outbox.table, ...messageSelection('redrive', options) })
 }

@@ -1,8 +1,8 @@
-import { assertOutbox, type Outbox } from '../outbox/define-outbox.js'
+import type { Outbox } from '../outbox/define-outbox.js'
 import { OutboxError } from '../outbox/errors.js'
 import { formatValue } from '../outbox/format-value.js'
 import type { DeadRow, OutboxBackend } from '../protocol/backend.js'
-import { assertAdminOptions, assertBackendCan, isUuid, pageLimit, stringList } from './checks.js'
+import { adminBackend, isUuid, messageSelection, pageLimit, stringList } from './checks.js'
 
 /** A dead-lettered message as {@link listDead} returns it. */
 export interface DeadMessage {
@@ -70,9 +70,13 @@ export async function listDead(
   backend: OutboxBackend,
   options: ListDeadOptions = {},
 ): Promise<DeadMessage[]> {
-  assertOutbox(outbox, 'listDead')
-  assertBackendCan(backend, 'listDead', 'listDead')
-  assertAdminOptions(options, ['topics', 'limit', 'after'], 'listDead')
+  const can = adminBackend('listDead', {
+    outbox,
+    backend,
+    member: 'listDead',
+    options,
+    known: ['topics', 'limit', 'after'],
+  })
   const topics = stringList('listDead', 'topics', options.topics)
   const limit = pageLimit('listDead', options.limit)
   const after = options.after
@@ -85,7 +89,7 @@ export async function listDead(
       `listDead after must be the last message of the previous page (with its id and deadAt), got ${formatValue(after)}.`,
     )
   }
-  const rows = await backend.listDead({
+  const rows = await can.listDead({
     table: outbox.table,
     topics,
     limit,
@@ -111,13 +115,12 @@ export async function discard(
   backend: OutboxBackend,
   options: DiscardOptions = {},
 ): Promise<number> {
-  assertOutbox(outbox, 'discard')
-  assertBackendCan(backend, 'discard', 'discard')
-  assertAdminOptions(options, ['ids', 'topics'], 'discard')
-  const ids = stringList('discard', 'ids', options.ids)
-  const topics = stringList('discard', 'topics', options.topics)
-  if (ids?.some((id) => !isUuid(id))) {
-    throw new OutboxError('INVALID_CONFIG', 'discard ids must be UUID strings.')
-  }
-  return backend.discard({ table: outbox.table, ids, topics })
+  const can = adminBackend('discard', {
+    outbox,
+    backend,
+    member: 'discard',
+    options,
+    known: ['ids', 'topics'],
+  })
+  return can.discard({ table: outbox.table, ...messageSelection('discard', options) })
 }

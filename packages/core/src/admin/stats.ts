@@ -1,6 +1,6 @@
-import { assertOutbox, type Outbox } from '../outbox/define-outbox.js'
+import type { Outbox } from '../outbox/define-outbox.js'
 import type { OutboxBackend, OutboxState, StatsRow } from '../protocol/backend.js'
-import { assertAdminOptions, assertBackendCan } from './checks.js'
+import { adminBackend } from './checks.js'
 
 /** Counts of one topic, by state, in {@link OutboxStats}. */
 export interface TopicStats {
@@ -113,10 +113,14 @@ export async function outboxStats(
   backend: OutboxBackend,
   options: OutboxStatsOptions = {},
 ): Promise<OutboxStats> {
-  assertOutbox(outbox, 'outboxStats')
-  assertBackendCan(backend, 'stats', 'outboxStats')
-  assertAdminOptions(options, ['includeDelivered'], 'outboxStats')
+  const can = adminBackend('outboxStats', {
+    outbox,
+    backend,
+    member: 'stats',
+    options,
+    known: ['includeDelivered'],
+  })
   const includeDelivered = options.includeDelivered === true
-  const rows = await backend.stats({ table: outbox.table, includeDelivered })
+  const rows = await can.stats({ table: outbox.table, includeDelivered })
   return summarizeStats(rows, includeDelivered)
 }

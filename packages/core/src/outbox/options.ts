@@ -128,7 +128,8 @@ export function assertKnownOptions(
 }
 
 /**
- * `value` as an integer >= 1, or `fallback` when `value` is `undefined` or `null`.
+ * A number option's check: `value` when it is a number `accepts` takes, `fallback` (returned as is,
+ * `undefined`: no default) when `value` is `undefined` or `null`.
  *
  * @param name - the option name, as the user wrote it, for the message (e.g. `'batchSize'`)
  * @param value - what the user passed
@@ -136,58 +137,37 @@ export function assertKnownOptions(
  * @param source - the `[outboxkit] [source]` of the error, e.g. `'relay'`
  * @throws OutboxError `INVALID_CONFIG` naming the option and what was given.
  */
-export function positiveInt(name: string, value: unknown, fallback: number, source: string): number
-export function positiveInt(
+export type NumberOptionCheck = <F extends number | undefined>(
   name: string,
   value: unknown,
-  fallback: number | undefined,
+  fallback: F,
   source: string,
-): number | undefined
-export function positiveInt(
-  name: string,
-  value: unknown,
-  fallback: number | undefined,
-  source: string,
-): number | undefined {
-  if (value === undefined || value === null) return fallback
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    throw new OutboxError('INVALID_CONFIG', `${name} must be an integer >= 1, got ${formatValue(value)}.`, {
-      source,
-    })
+) => number | F
+
+/** The {@link NumberOptionCheck} of the numbers `accepts` takes, refused as "`name` must be `what`". */
+function numberOption(accepts: (value: number) => boolean, what: string): NumberOptionCheck {
+  return (name, value, fallback, source) => {
+    if (value === undefined || value === null) return fallback
+    if (typeof value !== 'number' || !accepts(value)) {
+      throw new OutboxError('INVALID_CONFIG', `${name} must be ${what}, got ${formatValue(value)}.`, {
+        source,
+      })
+    }
+    return value
   }
-  return value
 }
 
+/** `value` as an integer >= 1, or `fallback` when it is absent (see {@link NumberOptionCheck}). */
+export const positiveInt: NumberOptionCheck = numberOption(
+  (v) => Number.isInteger(v) && v >= 1,
+  'an integer >= 1',
+)
+
 /**
- * `value` as a finite number of milliseconds > 0, or `fallback` when `value` is `undefined` or
- * `null`.
- *
- * @param name - the option name, as the user wrote it, for the message (e.g. `'commandTimeoutMs'`)
- * @param value - what the user passed
- * @param fallback - the default, returned as is when `value` is absent (`undefined`: no default)
- * @param source - the `[outboxkit] [source]` of the error, e.g. `'pg'`
- * @throws OutboxError `INVALID_CONFIG` naming the option and what was given.
+ * `value` as a finite number of milliseconds > 0 (`'commandTimeoutMs'`, say), or `fallback` when
+ * it is absent (see {@link NumberOptionCheck}).
  */
-export function positiveMs(name: string, value: unknown, fallback: number, source: string): number
-export function positiveMs(
-  name: string,
-  value: unknown,
-  fallback: number | undefined,
-  source: string,
-): number | undefined
-export function positiveMs(
-  name: string,
-  value: unknown,
-  fallback: number | undefined,
-  source: string,
-): number | undefined {
-  if (value === undefined || value === null) return fallback
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new OutboxError(
-      'INVALID_CONFIG',
-      `${name} must be a finite number of milliseconds > 0, got ${formatValue(value)}.`,
-      { source },
-    )
-  }
-  return value
-}
+export const positiveMs: NumberOptionCheck = numberOption(
+  (v) => Number.isFinite(v) && v > 0,
+  'a finite number of milliseconds > 0',
+)

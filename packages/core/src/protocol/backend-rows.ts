@@ -1,4 +1,11 @@
-import type { BlockedKeyRow, ClaimedRow, DeadRow, OutboxState, StatsRow } from './backend.js'
+import type {
+  BlockedKeyRow,
+  ClaimedRow,
+  DeadRow,
+  MessageRowFields,
+  OutboxState,
+  StatsRow,
+} from './backend.js'
 
 // The claim and admin statements of every backend (PostgreSQL, MySQL, SQLite) return the same
 // snake_case columns; these turn one of their rows into the protocol's shape. Values are read
@@ -29,14 +36,21 @@ export function statsRowFrom(r: Record<string, unknown>): StatsRow {
   }
 }
 
-/** A row of a `listDead` statement as a {@link DeadRow}. */
-export function deadRowFrom(r: Record<string, unknown>): DeadRow {
+/** The message fields of a `listDead` or MySQL claim row, read as text (see {@link MessageRowFields}). */
+export function messageFieldsFrom(r: Record<string, unknown>): MessageRowFields {
   return {
     id: text(r.id),
     topic: text(r.topic),
     key: textOrNull(r.key),
     payload: text(r.payload),
     headers: text(r.headers),
+  }
+}
+
+/** A row of a `listDead` statement as a {@link DeadRow}. */
+export function deadRowFrom(r: Record<string, unknown>): DeadRow {
+  return {
+    ...messageFieldsFrom(r),
     attempts: num(r.attempts),
     lastError: textOrNull(r.last_error),
     createdAtMs: num(r.created_ms),

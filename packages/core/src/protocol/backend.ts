@@ -1,8 +1,8 @@
 import type { Outbox, TableRef } from '../outbox/define-outbox.js'
 import type { OutboxDialect } from '../outbox/dialect.js'
 
-/** A message row as returned by {@link OutboxBackend.claim}. */
-export interface ClaimedRow {
+/** The fields of a message row that {@link ClaimedRow} and {@link DeadRow} share. */
+export interface MessageRowFields {
   /** UUIDv7 id. */
   readonly id: string
   readonly topic: string
@@ -11,6 +11,10 @@ export interface ClaimedRow {
   readonly payload: string
   /** The headers as JSON text. */
   readonly headers: string
+}
+
+/** A message row as returned by {@link OutboxBackend.claim}. */
+export interface ClaimedRow extends MessageRowFields {
   /** Attempts after this claim (1-based: the first delivery has 1). */
   readonly attempts: number
   /** `created_at` in epoch milliseconds. */
@@ -139,14 +143,7 @@ export interface ListDeadRequest {
 }
 
 /** A dead-lettered row as {@link OutboxBackend.listDead} returns it. */
-export interface DeadRow {
-  readonly id: string
-  readonly topic: string
-  readonly key: string | null
-  /** The payload as JSON text. */
-  readonly payload: string
-  /** The headers as JSON text. */
-  readonly headers: string
+export interface DeadRow extends MessageRowFields {
   readonly attempts: number
   /** The handler's error message, the `Cancel` reason, or why the claim gave up. */
   readonly lastError: string | null

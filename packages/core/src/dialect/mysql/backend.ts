@@ -18,6 +18,7 @@ import type {
 import {
   blockedKeyRowFrom,
   deadRowFrom,
+  messageFieldsFrom,
   num,
   statsRowFrom,
   text,
@@ -90,11 +91,7 @@ function claimedRow(r: Record<string, unknown>, maxAttempts: number, ordered: bo
   const previous = textOrNull(r.last_error)
   const isDead = attempts >= maxAttempts
   return {
-    id: text(r.id),
-    topic: text(r.topic),
-    key: textOrNull(r.key),
-    payload: text(r.payload),
-    headers: text(r.headers),
+    ...messageFieldsFrom(r),
     attempts: isDead ? attempts : attempts + 1,
     createdAtMs: num(r.created_ms),
     state: isDead ? 'dead' : 'processing',
