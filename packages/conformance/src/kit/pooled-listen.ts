@@ -40,7 +40,8 @@ export async function expectPollingWhenUnheard(check: PollingCheck): Promise<voi
   expect((await more).filter((x) => x.status === 'rejected')).toEqual([])
   await waitFor(() => seen.length === check.total, { timeoutMs: 30_000, what: 'every message' })
   expect(new Set(seen.map((m) => m.id)).size).toBe(check.total)
-  expect(await check.count()).toBe(0)
+  // The handlers saw every message; their settles follow (deletes), each within its batch.
+  await waitFor(async () => (await check.count()) === 0, { timeoutMs: 10_000, what: 'every message settled' })
   expect(unavailable).toHaveLength(1)
   expect(unavailable[0]!.reason).toMatch(/transaction-mode pooler/)
   expect(unavailable[0]!.reason).toContain(check.advice)
