@@ -8,7 +8,7 @@ import {
 } from '@outboxkit/conformance'
 import { defineOutbox, isOutboxError, migrate } from '@outboxkit/core'
 import { POSTGRES_TRANSACTION_MARKER } from '@outboxkit/core/adapter'
-import { type DrizzleTransaction, publish, publishMany } from '@outboxkit/drizzle'
+import { type AnyDrizzleTransaction, type DrizzleTransaction, publish, publishMany } from '@outboxkit/drizzle'
 import { pgBackend } from '@outboxkit/pg'
 import { pgliteBackend } from '@outboxkit/pglite'
 import { sql } from 'drizzle-orm'
@@ -53,6 +53,25 @@ async function expectRefused(handle: unknown, mentions: RegExp, { guarded = fals
   })
   if (!guarded) expect(sent.filter((s) => s.includes(table))).toEqual([])
   expect(await count()).toBe(before)
+}
+
+/**
+ * A tx and its nested tx, kept after `db`'s transaction committed; `inside` ran on the nested tx
+ * before that (both as `[escaped, nested]`).
+ */
+async function keepTxAndNestedTx(
+  db: { transaction<T>(fn: (tx: DrizzleTransaction) => Promise<T>): Promise<T> },
+  inside: (nested: DrizzleTransaction) => Promise<unknown>,
+): Promise<[escaped: DrizzleTransaction, nested: DrizzleTransaction]> {
+  let nested: DrizzleTransaction | undefined
+  const escaped = await db.transaction(async (tx) => {
+    await tx.transaction(async (inner) => {
+      nested = inner
+      await inside(inner)
+    })
+    return tx
+  })
+  return [escaped, nested!]
 }
 
 afterAll(async () => {
@@ -227,15 +246,9 @@ describe('node-postgres: transactions that ended or failed', () => {
 
 describe('postgres.js: transactions that ended or failed (the guarded statement)', () => {
   test('a tx and a nested tx kept after commit, and a tx kept after rollback', async () => {
-    let escaped: DrizzleTransaction | undefined
-    let nested: DrizzleTransaction | undefined
-    await pjsDb.transaction(async (tx) => {
-      escaped = tx
-      await tx.transaction(async (inner) => {
-        nested = inner
-        await publish(outbox, inner, { topic: 'pjs-inside', payload: 1 })
-      })
-    })
+    const [escaped, nested] = await keepTxAndNestedTx(pjsDb, (inner) =>
+      publish(outbox, inner, { topic: 'pjs-inside', payload: 1 }),
+    )
     expect(await count(`topic = 'pjs-inside'`)).toBe(1)
     await expectRefused(
       escaped,
@@ -337,15 +350,9 @@ describe('PGlite', () => {
 
   test('a tx and a nested tx kept after commit, a tx kept after a rollback by throw', async () => {
     const ldb = pgliteDrizzle({ client })
-    let escaped: DrizzleTransaction | undefined
-    let nested: DrizzleTransaction | undefined
-    await ldb.transaction(async (tx) => {
-      escaped = tx
-      await tx.transaction(async (inner) => {
-        nested = inner
-        await publish(liteOutbox, inner, { topic: 'inside', payload: 1 })
-      })
-    })
+    const [escaped, nested] = await keepTxAndNestedTx(ldb, (inner) =>
+      publish(liteOutbox, inner, { topic: 'inside', payload: 1 }),
+    )
     let thrown: DrizzleTransaction | undefined
     await ldb
       .transaction(async (tx) => {
@@ -407,30 +414,37 @@ describe('what is accepted', () => {
   })
 })
 
+/**
+ * The documented kept-tx hazard on a db over one connection (`end` closes it afterwards): the kept
+ * tx publishes on `topic` inside another transaction, which rolls back, so nothing stays on `topic`.
+ */
+async function expectKeptTxWroteIntoAnother<TTx extends AnyDrizzleTransaction>(
+  db: Parameters<typeof publishOnKeptTxInsideAnother<TTx>>[0],
+  end: () => Promise<unknown>,
+  topic: string,
+): Promise<void> {
+  try {
+    await publishOnKeptTxInsideAnother(db, (kept) => publish(outbox, kept, { topic, payload: 1 }))
+  } finally {
+    await end()
+  }
+  expect(await count(`topic = '${topic}'`)).toBe(0)
+}
+
 describe('documented limits (these tests pin the hazards docs/adapters/drizzle.md describes)', () => {
   test('node-postgres: a kept tx whose pooled connection now serves another transaction writes into that one', async () => {
     const single = new pg.Pool({ connectionString: url, max: 1 })
-    try {
-      // The only connection is then inside B: the kept handle A reads status 'T' and cannot know.
-      await publishOnKeptTxInsideAnother(nodePgDrizzle({ client: single }), (kept) =>
-        publish(outbox, kept, { topic: 'joined-other', payload: 1 }),
-      )
-    } finally {
-      await single.end()
-    }
-    expect(await count(`topic = 'joined-other'`)).toBe(0)
+    // The only connection is then inside B: the kept handle A reads status 'T' and cannot know.
+    await expectKeptTxWroteIntoAnother(nodePgDrizzle({ client: single }), () => single.end(), 'joined-other')
   })
 
   test('postgres.js: a kept tx whose connection now serves another transaction writes into that one', async () => {
     const single = postgres(url, { max: 1, onnotice: () => {} })
-    try {
-      // The marker and the guarded statement both run inside B, so nothing can tell.
-      await publishOnKeptTxInsideAnother(postgresJsDrizzle({ client: single }), (kept) =>
-        publish(outbox, kept, { topic: 'pjs-joined-other', payload: 1 }),
-      )
-    } finally {
-      await single.end()
-    }
-    expect(await count(`topic = 'pjs-joined-other'`)).toBe(0)
+    // The marker and the guarded statement both run inside B, so nothing can tell.
+    await expectKeptTxWroteIntoAnother(
+      postgresJsDrizzle({ client: single }),
+      () => single.end(),
+      'pjs-joined-other',
+    )
   })
 })

@@ -6,7 +6,7 @@
  *
  * Uses MYSQL_URL (default mysql://root@127.0.0.1:3306/test); drops its table at the end.
  */
-import { testMysqlUri, uniqueTableName } from '@outboxkit/conformance'
+import { deferred, testMysqlUri, uniqueTableName } from '@outboxkit/conformance'
 import { createRelay, defineOutbox, migrate } from '@outboxkit/core'
 import { mysqlBackend, publishMany } from '@outboxkit/mysql'
 import mysql from 'mysql2/promise'
@@ -36,10 +36,7 @@ try {
   }
   const publishMs = performance.now() - publishStart
   let delivered = 0
-  let finished!: () => void
-  const all = new Promise<void>((resolve) => {
-    finished = resolve
-  })
+  const all = deferred()
   const relay = createRelay(outbox, {
     backend: mysqlBackend({ uri: testMysqlUri(), connectionLimit: 10 }),
     concurrency,
@@ -47,13 +44,13 @@ try {
     pollIntervalMs: 100,
     handlers: {
       t: async () => {
-        if (++delivered === backlog) finished()
+        if (++delivered === backlog) all.resolve()
       },
     },
   })
   const start = performance.now()
   await relay.start()
-  await all
+  await all.promise
   await relay.stop()
   const ms = performance.now() - start
   const [left] = await pool.query(`SELECT COUNT(*) AS n FROM \`${outbox.table.name}\``)

@@ -176,14 +176,7 @@ describe('ordered topics on MySQL / MariaDB', () => {
 })
 
 describe('what publish refuses on MySQL / MariaDB', () => {
-  test('the root PrismaClient and a $extends() root client; nothing is written', () =>
-    shared.expectRootClientsRefused(prisma, outbox, count))
-
-  test('a tx kept after its transaction committed, or rolled back, by the scope marker', () =>
-    shared.expectEscapedTxRefused(prisma, outbox, { count }))
-
-  test('a nested tx kept after its savepoint ended, while the outer transaction goes on', () =>
-    shared.expectEscapedNestedTxRefused(prisma, outbox, { count, idIs: 'id = ?' }))
+  shared.testKeptHandleRefusals(() => prisma, outbox, count)
 
   test('a tx whose transaction the server ended on a deadlock: the guard writes nothing and publish refuses', async () => {
     await inspector.query(`INSERT INTO widget (id, name) VALUES (1001, 'a'), (1002, 'b')`)

@@ -99,14 +99,7 @@ describe('ordered topics on SQLite', () => {
 })
 
 describe('what publish refuses on SQLite', () => {
-  test('the root PrismaClient and a $extends() root client; nothing is written', () =>
-    shared.expectRootClientsRefused(prisma, outbox, count))
-
-  test('a tx kept after its transaction committed, or rolled back, by the scope marker', () =>
-    shared.expectEscapedTxRefused(prisma, outbox, { count }))
-
-  test('a nested tx kept after its savepoint ended, while the outer transaction goes on', () =>
-    shared.expectEscapedNestedTxRefused(prisma, outbox, { count, idIs: 'id = ?' }))
+  shared.testKeptHandleRefusals(() => prisma, outbox, count)
 })
 
 describe('errors while writing on SQLite', () => {

@@ -11,6 +11,7 @@
 import { rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { deferred } from '@outboxkit/conformance'
 import { createRelay, defineOutbox, migrate } from '@outboxkit/core'
 import { publishMany, sqliteBackend } from '@outboxkit/sqlite'
 import Database from 'better-sqlite3'
@@ -37,10 +38,7 @@ for (let i = 0; i < backlog; i += 1_000) {
 const publishMs = performance.now() - publishStarted
 
 let settled = 0
-let done!: () => void
-const finished = new Promise<void>((resolve) => {
-  done = resolve
-})
+const finished = deferred()
 const relay = createRelay(outbox, {
   backend,
   concurrency: 200,
@@ -50,11 +48,11 @@ const relay = createRelay(outbox, {
   handlers: { bench: async () => {} },
 })
 relay.on('delivered', (e) => {
-  if (e.settled && ++settled === backlog) done()
+  if (e.settled && ++settled === backlog) finished.resolve()
 })
 const started = performance.now()
 await relay.start()
-await finished
+await finished.promise
 const drainMs = performance.now() - started
 await relay.stop()
 const left = Number(db.prepare('SELECT count(*) FROM outbox').pluck().get())

@@ -11,7 +11,12 @@ import { publish, publishMany } from '@outboxkit/typeorm'
 import * as mysql2 from 'mysql2'
 import { DataSource, type EntityManager, type Logger, type QueryRunner } from 'typeorm'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { expectRawCommitRefused, recordingLogger, expectRefused as refused } from './support/signal.js'
+import {
+  expectHeldRowTimeout,
+  expectRawCommitRefused,
+  recordingLogger,
+  expectRefused as refused,
+} from './support/signal.js'
 
 const inspector = mysqlInspector()
 const outbox = useOutboxTable('typeorm_mysql_signal', {
@@ -181,25 +186,19 @@ describe.each(Object.keys(modes) as (keyof typeof modes)[])('the transaction che
 
 test('a lock wait timeout surfaces as OutboxError TIMEOUT, and the transaction rolls back', async () => {
   const dataSource = await dataSourceFor('guard')
-  const holder = dataSource.createQueryRunner()
   try {
-    await holder.startTransaction()
-    await publish(outbox, holder, { topic: 'timeout', payload: 1, dedupKey: 'held' })
-    const err = await settle(
-      dataSource.transaction(async (manager) => {
+    await expectHeldRowTimeout(dataSource, outbox, {
+      withTimeout: async (manager, publishHeld) => {
         await manager.query('SET SESSION innodb_lock_wait_timeout = 1')
         try {
-          await publish(outbox, manager, { topic: 'timeout', payload: 2, dedupKey: 'held' })
+          await publishHeld()
         } finally {
           await manager.query('SET SESSION innodb_lock_wait_timeout = DEFAULT')
         }
-      }),
-    )
-    expectRefused(err, 'TIMEOUT')
+      },
+      count,
+    })
   } finally {
-    await holder.rollbackTransaction()
-    await holder.release()
     await dataSource.destroy()
   }
-  expect(await count('timeout')).toBe(0)
 })

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { expectOutboxError, rejection } from '@outboxkit/conformance'
 import { migrate, type Outbox, type OutboxBackend } from '@outboxkit/core'
 import { outboxMigrationSql, outboxPrismaModel, prismaDialect, publish, publishMany } from '@outboxkit/prisma'
-import { expect } from 'vitest'
+import { expect, test } from 'vitest'
 import {
   shippedModelPathFor,
   shippedSqlPathFor,
@@ -222,4 +222,20 @@ export interface AllOperations {
   operation: string
   args: any
   query: (args: unknown) => unknown
+}
+
+/**
+ * The handle refusals the MySQL and SQLite files share, as tests of the `describe` this is called
+ * in: the root clients, a tx kept after its transaction, a nested tx kept after its savepoint
+ * (`client`: the file's PrismaClient, made before all tests; ids compared with `id = ?`).
+ */
+export function testKeptHandleRefusals(client: () => TestPrismaClient, outbox: Outbox, count: Count): void {
+  test('the root PrismaClient and a $extends() root client; nothing is written', () =>
+    expectRootClientsRefused(client(), outbox, count))
+
+  test('a tx kept after its transaction committed, or rolled back, by the scope marker', () =>
+    expectEscapedTxRefused(client(), outbox, { count }))
+
+  test('a nested tx kept after its savepoint ended, while the outer transaction goes on', () =>
+    expectEscapedNestedTxRefused(client(), outbox, { count, idIs: 'id = ?' }))
 }
