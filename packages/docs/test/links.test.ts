@@ -31,7 +31,7 @@ function markdownFiles(): string[] {
  * The anchors of `markdown` as GitHub renders it: each heading's (lowercase, punctuation dropped,
  * spaces as hyphens, repeats numbered) and each `<a id="...">`.
  */
-export function headingAnchors(markdown: string): Set<string> {
+function headingAnchors(markdown: string): Set<string> {
   const anchors = new Set<string>()
   const seen = new Map<string, number>()
   for (const line of withoutCode(markdown).split('\n')) {
