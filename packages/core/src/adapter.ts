@@ -127,6 +127,7 @@ export type {
   BlockedKeysRequest,
   ClaimedRow,
   ClaimRequest,
+  CountDeadRequest,
   DeadRow,
   DiscardRequest,
   ExtendLeaseRequest,

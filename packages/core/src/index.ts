@@ -3,6 +3,7 @@
 
 export { type BlockedKey, type ListBlockedKeysOptions, listBlockedKeys } from './admin/blocked-keys.js'
 export { migrate, type PurgeOptions, purge, type RedriveOptions, redrive } from './admin/commands.js'
+export { type CountDeadOptions, countDead } from './admin/count-dead.js'
 export {
   type DeadMessage,
   type DiscardOptions,

@@ -27,7 +27,7 @@ export function assertBackend(backend: unknown, what: string): asserts backend i
  * Throws `INVALID_CONFIG` unless `backend` is an {@link OutboxBackend} that has the optional
  * `member` (stats, dead letters, blocked keys).
  */
-export function assertBackendCan<K extends 'stats' | 'listDead' | 'discard' | 'blockedKeys'>(
+export function assertBackendCan<K extends 'stats' | 'listDead' | 'countDead' | 'discard' | 'blockedKeys'>(
   backend: unknown,
   member: K,
   what: string,
@@ -99,7 +99,7 @@ export function assertAdminCall(
  * outbox, the backend (see {@link assertBackendCan}), then its `options` (see
  * {@link assertAdminOptions}). Returns the backend, typed with `member`.
  */
-export function adminBackend<K extends 'stats' | 'listDead' | 'discard' | 'blockedKeys'>(
+export function adminBackend<K extends 'stats' | 'listDead' | 'countDead' | 'discard' | 'blockedKeys'>(
   what: string,
   call: { outbox: unknown; backend: unknown; member: K; options: unknown; known: readonly string[] },
 ): OutboxBackend & Required<Pick<OutboxBackend, K>> {
@@ -108,6 +108,21 @@ export function adminBackend<K extends 'stats' | 'listDead' | 'discard' | 'block
   assertBackendCan(backend, call.member, what)
   assertAdminOptions(call.options, call.known, what)
   return backend
+}
+
+/**
+ * The `search` of a dead-letter listing: `undefined`, or a string of 1 to 1024 characters (an id,
+ * a key, a topic, or a part of the last error). Throws `INVALID_CONFIG` for anything else.
+ */
+export function deadSearch(what: string, search: unknown): string | undefined {
+  if (search === undefined) return undefined
+  if (typeof search !== 'string' || search.length === 0 || search.length > 1024) {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `${what} search must be a string of 1 to 1024 characters (an id, a key, a topic or a part of the last error), got ${formatValue(search)}.`,
+    )
+  }
+  return search
 }
 
 /** The `ids` (UUID strings) and `topics` that select the messages of redrive and discard; throws `INVALID_CONFIG`. */

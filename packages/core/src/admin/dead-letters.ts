@@ -2,7 +2,7 @@ import type { Outbox } from '../outbox/define-outbox.js'
 import { OutboxError } from '../outbox/errors.js'
 import { formatValue } from '../outbox/format-value.js'
 import type { DeadRow, OutboxBackend } from '../protocol/backend.js'
-import { adminBackend, isUuid, messageSelection, pageLimit, stringList } from './checks.js'
+import { adminBackend, deadSearch, isUuid, messageSelection, pageLimit, stringList } from './checks.js'
 
 /** A dead-lettered message as {@link listDead} returns it. */
 export interface DeadMessage {
@@ -40,6 +40,17 @@ export interface ListDeadOptions {
    * ```
    */
   after?: Pick<DeadMessage, 'id' | 'deadAt'>
+  /**
+   * Only the messages this text finds: the message whose id it is, messages whose key or topic it
+   * is exactly, and messages whose last error contains it (ASCII case-insensitively). The
+   * statement reads dead rows only.
+   *
+   * @example
+   * ```ts
+   * await listDead(outbox, backend, { search: 'timeout' })
+   * ```
+   */
+  search?: string
 }
 
 function parseJson(text: string): unknown {
@@ -64,7 +75,10 @@ function toDeadMessage(r: DeadRow): DeadMessage {
   }
 }
 
-/** Lists dead-lettered messages with their `last_error`, newest death first, in one statement. */
+/**
+ * Lists dead-lettered messages with their `last_error`, newest death first, in one statement;
+ * `topics` and `search` narrow it, `after` pages it.
+ */
 export async function listDead(
   outbox: Outbox<any>,
   backend: OutboxBackend,
@@ -75,10 +89,11 @@ export async function listDead(
     backend,
     member: 'listDead',
     options,
-    known: ['topics', 'limit', 'after'],
+    known: ['topics', 'limit', 'after', 'search'],
   })
   const topics = stringList('listDead', 'topics', options.topics)
   const limit = pageLimit('listDead', options.limit)
+  const search = deadSearch('listDead', options.search)
   const after = options.after
   if (
     after !== undefined &&
@@ -94,6 +109,7 @@ export async function listDead(
     topics,
     limit,
     after: after ? { deadAtMs: after.deadAt.getTime(), id: after.id } : undefined,
+    search,
   })
   return rows.map(toDeadMessage)
 }

@@ -92,3 +92,10 @@ export function claimedRowFrom(r: Record<string, unknown>): ClaimedRow {
   if (r.ordered === true || r.ordered === 't' || r.ordered === 1) row.ordered = true
   return row
 }
+
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** The search text of a dead-letter listing as an id when it is a UUID (lower case), else `null`. */
+export function searchAsId(search: string | undefined): string | null {
+  return search !== undefined && UUID_TEXT.test(search) ? search.toLowerCase() : null
+}

@@ -140,6 +140,22 @@ export interface ListDeadRequest {
   readonly limit: number
   /** The cursor: the last row of the previous page (its `deadAtMs` and `id` as returned). */
   readonly after?: { readonly deadAtMs: number; readonly id: string } | undefined
+  /**
+   * Only rows this text finds (optional): the row whose `id` it is, rows whose `key` or `topic`
+   * it is exactly, and rows whose `last_error` contains it (ASCII case-insensitively).
+   */
+  readonly search?: string | undefined
+}
+
+/** Which dead rows {@link OutboxBackend.countDead} counts: the filters of {@link ListDeadRequest}. */
+export interface CountDeadRequest {
+  readonly table: TableRef
+  /** Only these topics (optional). */
+  readonly topics?: readonly string[] | undefined
+  /** As {@link ListDeadRequest.search}. */
+  readonly search?: string | undefined
+  /** Count at most this many rows: the statement stops there (a bounded count). */
+  readonly cap: number
 }
 
 /** A dead-lettered row as {@link OutboxBackend.listDead} returns it. */
@@ -269,6 +285,8 @@ export interface OutboxBackend {
   stats?(request: StatsRequest): Promise<StatsRow[]>
   /** Optional: dead rows with their `last_error`, newest death first, in one statement. */
   listDead?(request: ListDeadRequest): Promise<DeadRow[]>
+  /** Optional: how many dead rows match, counting at most `cap`, in one read-only statement. */
+  countDead?(request: CountDeadRequest): Promise<number>
   /** Optional: deletes dead rows (by ids, topics, or all) in one statement. Returns how many. */
   discard?(request: DiscardRequest): Promise<number>
   /** Optional: keys of ordered topics held back by a dead (or retrying) head, in one statement. */

@@ -4,6 +4,7 @@ import type {
   BlockedKeysRequest,
   ClaimedRow,
   ClaimRequest,
+  CountDeadRequest,
   DeadRow,
   DiscardRequest,
   ExtendLeaseRequest,
@@ -197,8 +198,14 @@ function mysqlAdminWrites(db: MysqlRunner): Required<Pick<OutboxBackend, 'purge'
   }
 }
 
+/** The search text of a dead-letter listing, once per place the statement looks. */
+const searchParams = (search: string | undefined) =>
+  search === undefined ? [] : [search, search, search, search]
+
 /** The admin reads (stats, dead letters, blocked keys): one autocommit statement each. */
-function mysqlListings(db: MysqlRunner): Required<Pick<OutboxBackend, 'stats' | 'listDead' | 'blockedKeys'>> {
+function mysqlListings(
+  db: MysqlRunner,
+): Required<Pick<OutboxBackend, 'stats' | 'listDead' | 'countDead' | 'blockedKeys'>> {
   return {
     async stats(req: StatsRequest): Promise<StatsRow[]> {
       const sql = mysqlStatements(req.table)
@@ -212,10 +219,28 @@ function mysqlListings(db: MysqlRunner): Required<Pick<OutboxBackend, 'stats' | 
       const sql = mysqlStatements(req.table)
       const { rows } = await db.run(
         'listing dead messages',
-        sql.listDead(req.topics?.length, req.after !== undefined, Math.max(1, Math.floor(req.limit))),
-        [...(req.topics ?? []), ...(req.after ? [req.after.deadAtMs, req.after.deadAtMs, req.after.id] : [])],
+        sql.listDead(
+          req.topics?.length,
+          req.after !== undefined,
+          Math.max(1, Math.floor(req.limit)),
+          req.search !== undefined,
+        ),
+        [
+          ...(req.topics ?? []),
+          ...searchParams(req.search),
+          ...(req.after ? [req.after.deadAtMs, req.after.deadAtMs, req.after.id] : []),
+        ],
       )
       return rows.map(deadRowFrom)
+    },
+    async countDead(req: CountDeadRequest): Promise<number> {
+      const sql = mysqlStatements(req.table)
+      const { rows } = await db.run(
+        'counting dead messages',
+        sql.countDead(req.topics?.length, req.search !== undefined, Math.max(1, Math.floor(req.cap))),
+        [...(req.topics ?? []), ...searchParams(req.search)],
+      )
+      return num(rows[0]?.n ?? 0)
     },
     async blockedKeys(req: BlockedKeysRequest): Promise<BlockedKeyRow[]> {
       const sql = mysqlStatements(req.table)

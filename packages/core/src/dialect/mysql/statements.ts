@@ -98,8 +98,13 @@ export interface MysqlStatements {
   discard(ids?: number, topics?: number): string
   /** Counts by topic and state of the rows in `states` states: (topic, state, n, oldest_age_ms, oldest_due_lag_ms). */
   stats(states: number): string
-  /** Dead rows newest death first: topics filter, then with `after` the cursor `dead_ms, dead_ms, id`. */
-  listDead(topics: number | undefined, after: boolean, limit: number): string
+  /**
+   * Dead rows newest death first: topics filter, with `searched` the search text four times, then
+   * with `after` the cursor `dead_ms, dead_ms, id`.
+   */
+  listDead(topics: number | undefined, after: boolean, limit: number, searched: boolean): string
+  /** Dead rows matching (topics, then the search text four times), at most `cap`: (n). */
+  countDead(topics: number | undefined, searched: boolean, cap: number): string
   /**
    * Keys of ordered rows whose head is dead (or, with `includeRetrying`, retrying): parameters
    * are the `continueAfterDead` topics, then (with `afterKey`) the after key, then the head topics.

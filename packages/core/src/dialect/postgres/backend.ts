@@ -5,6 +5,7 @@ import type {
   BlockedKeysRequest,
   ClaimedRow,
   ClaimRequest,
+  CountDeadRequest,
   DeadRow,
   DiscardRequest,
   ExtendLeaseRequest,
@@ -18,7 +19,13 @@ import type {
   WakeHandlers,
   WakeSubscription,
 } from '../../protocol/backend.js'
-import { blockedKeyRowFrom, claimedRowFrom, deadRowFrom, statsRowFrom } from '../../protocol/backend-rows.js'
+import {
+  blockedKeyRowFrom,
+  claimedRowFrom,
+  deadRowFrom,
+  searchAsId,
+  statsRowFrom,
+} from '../../protocol/backend-rows.js'
 import { postgresStatements } from './statements.js'
 
 /**
@@ -211,7 +218,7 @@ function postgresAdminWrites(
 /** The admin reads (stats, dead letters, blocked keys): one read-only statement each. */
 function postgresListings(
   run: PostgresRun,
-): Required<Pick<OutboxBackend, 'stats' | 'listDead' | 'blockedKeys'>> {
+): Required<Pick<OutboxBackend, 'stats' | 'listDead' | 'countDead' | 'blockedKeys'>> {
   return {
     async stats(req: StatsRequest): Promise<StatsRow[]> {
       const sql = postgresStatements(req.table)
@@ -228,8 +235,20 @@ function postgresListings(
         req.limit,
         req.after?.deadAtMs ?? null,
         req.after?.id ?? null,
+        req.search ?? null,
+        searchAsId(req.search),
       ])
       return rows.map(deadRowFrom)
+    },
+    async countDead(req: CountDeadRequest): Promise<number> {
+      const sql = postgresStatements(req.table)
+      const rows = await run('counting dead messages', sql.countDead, [
+        req.topics ?? null,
+        req.cap,
+        req.search ?? null,
+        searchAsId(req.search),
+      ])
+      return Number(rows[0]?.n ?? 0)
     },
     async blockedKeys(req: BlockedKeysRequest): Promise<BlockedKeyRow[]> {
       const sql = postgresStatements(req.table)

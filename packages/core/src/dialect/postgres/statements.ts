@@ -67,9 +67,12 @@ export interface PostgresStatements {
   readonly stats: string
   /**
    * Dead rows, newest death first: $1 topics[] or null, $2 limit, then the cursor: $3 `dead_ms`
-   * and $4 `id` of the last row of the previous page (both null for the first page).
+   * and $4 `id` of the last row of the previous page (both null for the first page), $5 the
+   * search text or null, $6 the same text when it is a UUID, else null.
    */
   readonly listDead: string
+  /** Dead rows matching, at most $2: $1 topics[] or null, $3 search text or null, $4 it as a UUID or null. Rows: (n). */
+  readonly countDead: string
   /** Deletes dead rows: $1 ids[] or null, $2 topics[] or null. */
   readonly discard: string
   /**

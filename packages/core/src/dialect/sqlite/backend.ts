@@ -4,6 +4,7 @@ import type {
   BlockedKeysRequest,
   ClaimedRow,
   ClaimRequest,
+  CountDeadRequest,
   DeadRow,
   DiscardRequest,
   ExtendLeaseRequest,
@@ -162,7 +163,7 @@ function sqliteAdminWrites(db: SqliteRunner): Required<Pick<OutboxBackend, 'purg
 /** The admin reads (stats, dead letters, blocked keys): one read each, outside any write transaction. */
 function sqliteListings(
   db: SqliteRunner,
-): Required<Pick<OutboxBackend, 'stats' | 'listDead' | 'blockedKeys'>> {
+): Required<Pick<OutboxBackend, 'stats' | 'listDead' | 'countDead' | 'blockedKeys'>> {
   return {
     async stats(req: StatsRequest): Promise<StatsRow[]> {
       const sql = sqliteStatements(req.table)
@@ -180,9 +181,17 @@ function sqliteListings(
           limit: req.limit,
           after_ms: req.after?.deadAtMs ?? null,
           after_id: req.after?.id ?? null,
+          search: req.search ?? null,
         }),
       )
       return rows.map(deadRowFrom)
+    },
+    async countDead(req: CountDeadRequest): Promise<number> {
+      const sql = sqliteStatements(req.table)
+      const rows = db.read('counting dead messages', () =>
+        db.all(sql.countDead, { topics: list(req.topics), search: req.search ?? null, cap: req.cap }),
+      )
+      return Number(rows[0]?.n ?? 0)
     },
     async blockedKeys(req: BlockedKeysRequest): Promise<BlockedKeyRow[]> {
       const sql = sqliteStatements(req.table)

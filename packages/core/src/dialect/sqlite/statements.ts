@@ -65,8 +65,10 @@ export interface SqliteStatements {
   readonly redrive: SqliteSql
   /** `states` (JSON array). Rows: (topic, state, n, oldest_age_ms, oldest_due_lag_ms). */
   readonly stats: SqliteSql
-  /** `topics` (JSON array or null), `limit`, and the cursor `after_ms`, `after_id` (null for the first page). */
+  /** `topics` (JSON array or null), `search` (or null), `limit`, and the cursor `after_ms`, `after_id` (null for the first page). */
   readonly listDead: SqliteSql
+  /** `topics` (JSON array or null), `search` (or null), `cap`. Rows: (n), at most `cap`. */
+  readonly countDead: SqliteSql
   /** `ids` and `topics` (JSON arrays or null). */
   readonly discard: SqliteSql
   /** `continue_topics` (JSON array), `topics` (JSON array or null), `after_key`, `limit`, `include_retrying`. */

@@ -4,7 +4,10 @@ import { count, EPOCH, epochMs, type MysqlTable, marks, memo, NOW, rowColumns } 
 /** The admin statements: purge, redrive, discard, stats, dead letters and blocked keys. */
 export function mysqlAdminStatements(
   table: MysqlTable,
-): Pick<MysqlStatements, 'purge' | 'redrive' | 'discard' | 'stats' | 'listDead' | 'blockedKeys'> {
+): Pick<
+  MysqlStatements,
+  'purge' | 'redrive' | 'discard' | 'stats' | 'listDead' | 'countDead' | 'blockedKeys'
+> {
   const { t } = table
   const live = `state IN ('pending', 'processing')`
   const purge = memo(
@@ -31,14 +34,22 @@ FROM ${t} WHERE state IN (${marks(states)}) GROUP BY topic, state`,
   )
   // Paged by (death time truncated to the millisecond, id), newest first, like PostgreSQL.
   const deadMs = `FLOOR(TIMESTAMPDIFF(MICROSECOND, ${EPOCH}, available_at) / 1000)`
+  // The search (four times the same text): an id, a key or topic, or a part of the last error.
+  const search = (on: boolean) =>
+    on ? ' AND (id = LOWER(?) OR `key` = ? OR topic = ? OR LOCATE(LOWER(?), LOWER(last_error)) > 0)' : ''
   const listDead = memo(
     (
       topics: number | undefined,
       after: boolean,
       limit: number,
+      searched: boolean,
     ) => `SELECT ${rowColumns()}, ${deadMs} AS dead_ms
-FROM ${t} WHERE state = 'dead'${filters(undefined, topics)}${after ? ` AND (${deadMs} < ? OR (${deadMs} = ? AND id < ?))` : ''}
+FROM ${t} WHERE state = 'dead'${filters(undefined, topics)}${search(searched)}${after ? ` AND (${deadMs} < ? OR (${deadMs} = ? AND id < ?))` : ''}
 ORDER BY dead_ms DESC, id DESC LIMIT ${count(limit, 'limit')}`,
+  )
+  const countDead = memo(
+    (topics: number | undefined, searched: boolean, cap: number) =>
+      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${t} WHERE state = 'dead'${filters(undefined, topics)}${search(searched)} LIMIT ${count(cap, 'cap')}) AS capped`,
   )
   const blockedKeys = memo(
     (
@@ -71,6 +82,7 @@ ORDER BY h.\`key\` LIMIT ${count(limit, 'limit')}`,
     discard,
     stats,
     listDead,
+    countDead,
     blockedKeys: (o) => blockedKeys(o.continueAfterDead, o.topics, o.afterKey, o.includeRetrying, o.limit),
   }
 }

@@ -4,7 +4,10 @@ import type { PostgresTable } from './table.js'
 /** The admin statements: purge, redrive, stats, dead letters and blocked keys. */
 export function postgresAdminStatements(
   table: PostgresTable,
-): Pick<PostgresStatements, 'purge' | 'redrive' | 'stats' | 'listDead' | 'discard' | 'blockedKeys'> {
+): Pick<
+  PostgresStatements,
+  'purge' | 'redrive' | 'stats' | 'listDead' | 'countDead' | 'discard' | 'blockedKeys'
+> {
   const { t, live } = table
   const purge = `DELETE FROM ${t} WHERE state = ANY($1::text[]) AND available_at <= now() - $2::float8 * interval '1 millisecond'`
   const redrive = `UPDATE ${t} SET state = 'pending', attempts = 0, available_at = now()
@@ -16,11 +19,17 @@ FROM ${t} WHERE state = ANY($1::text[]) GROUP BY topic, state`
   // Paged by (death time truncated to the millisecond, id), newest first: the cursor is the
   // last row's (dead_ms, id) exactly as returned, so no row is skipped or repeated between pages.
   const deadMs = 'floor(extract(epoch FROM available_at) * 1000)'
+  // The search ($n text, $n+1 the same text as a uuid when it is one): an id, a key or topic, or a
+  // part of the last error. It reads dead rows only, as the rest of the WHERE does.
+  const search = (n: number) =>
+    `($${n}::text IS NULL OR id = $${n + 1}::uuid OR key = $${n}::text OR topic = $${n}::text OR strpos(lower(last_error), lower($${n}::text)) > 0)`
   const listDead = `SELECT id::text AS id, topic, key, payload::text AS payload, headers::text AS headers, attempts, last_error,
   (extract(epoch FROM created_at) * 1000)::float8 AS created_ms, ${deadMs}::float8 AS dead_ms
-FROM ${t} WHERE state = 'dead' AND ($1::text[] IS NULL OR topic = ANY($1::text[]))
+FROM ${t} WHERE state = 'dead' AND ($1::text[] IS NULL OR topic = ANY($1::text[])) AND ${search(5)}
   AND ($3::float8 IS NULL OR (${deadMs}, id) < ($3::float8::numeric, $4::uuid))
 ORDER BY ${deadMs} DESC, id DESC LIMIT $2`
+  const countDead = `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${t}
+  WHERE state = 'dead' AND ($1::text[] IS NULL OR topic = ANY($1::text[])) AND ${search(3)} LIMIT $2) AS capped`
   const discard = `DELETE FROM ${t}
 WHERE state = 'dead' AND ($1::uuid[] IS NULL OR id = ANY($1::uuid[])) AND ($2::text[] IS NULL OR topic = ANY($2::text[]))`
   const blockedKeys = `WITH heads AS (
@@ -38,5 +47,5 @@ FROM heads AS h
 WHERE (h.state = 'dead' OR ($5::bool AND h.state = 'pending' AND h.attempts > 0))
   AND ($2::text[] IS NULL OR h.topic = ANY($2::text[]))
 ORDER BY h.key LIMIT $4`
-  return { purge, redrive, stats, listDead, discard, blockedKeys }
+  return { purge, redrive, stats, listDead, countDead, discard, blockedKeys }
 }

@@ -4,7 +4,10 @@ import { compile, LIVE, SQLITE_NOW_MS, type SqliteTable } from './table.js'
 /** The admin statements: purge, redrive, discard, stats, dead-letter and blocked-key listings. */
 export function sqliteAdminStatements(
   table: SqliteTable,
-): Pick<SqliteStatements, 'purge' | 'redrive' | 'stats' | 'listDead' | 'discard' | 'blockedKeys'> {
+): Pick<
+  SqliteStatements,
+  'purge' | 'redrive' | 'stats' | 'listDead' | 'countDead' | 'discard' | 'blockedKeys'
+> {
   const { t } = table
   const now = SQLITE_NOW_MS
   const live = LIVE
@@ -21,11 +24,15 @@ export function sqliteAdminStatements(
   ${now} - min(CASE WHEN ${live} AND available_at <= ${now} THEN available_at END) AS oldest_due_lag_ms
 FROM ${t} WHERE state IN (SELECT value FROM json_each(:states)) GROUP BY topic, state`)
   // Paged by (death time in ms, id), newest first: the cursor is the last row's (dead_ms, id).
+  // The search: an id, a key or topic, or a part of the last error (ASCII case-insensitively).
+  const search = `(:search IS NULL OR id = lower(:search) OR key = :search OR topic = :search OR instr(lower(last_error), lower(:search)) > 0)`
   const listDead = compile(`SELECT id, topic, key, payload, headers, attempts, last_error,
   created_at AS created_ms, available_at AS dead_ms
-FROM ${t} WHERE state = 'dead' AND (:topics IS NULL OR topic IN (SELECT value FROM json_each(:topics)))
+FROM ${t} WHERE state = 'dead' AND (:topics IS NULL OR topic IN (SELECT value FROM json_each(:topics))) AND ${search}
   AND (:after_ms IS NULL OR (available_at, id) < (:after_ms, :after_id))
 ORDER BY available_at DESC, id DESC LIMIT :limit`)
+  const countDead = compile(`SELECT count(*) AS n FROM (SELECT 1 FROM ${t}
+  WHERE state = 'dead' AND (:topics IS NULL OR topic IN (SELECT value FROM json_each(:topics))) AND ${search} LIMIT :cap)`)
   const blockedKeys = compile(`WITH heads AS (
   SELECT key, id, topic, state, attempts, last_error, seq, available_at AS since_ms, created_at AS created_ms,
     row_number() OVER (PARTITION BY key ORDER BY seq) AS rn
@@ -42,5 +49,5 @@ FROM heads AS h
 WHERE h.rn = 1 AND (h.state = 'dead' OR (:include_retrying AND h.state = 'pending' AND h.attempts > 0))
   AND (:topics IS NULL OR h.topic IN (SELECT value FROM json_each(:topics)))
 ORDER BY h.key LIMIT :limit`)
-  return { purge, redrive, stats, listDead, discard, blockedKeys }
+  return { purge, redrive, stats, listDead, countDead, discard, blockedKeys }
 }
