@@ -103,11 +103,13 @@
     const w = 600
     const h = 120
     const max = Math.max(1, ...samples.map((s) => Math.max(s.depth, s.dead)))
+    // One sample draws a flat line across (a polyline of one point draws nothing).
+    const drawn = samples.length === 1 ? [samples[0]!, samples[0]!] : samples
     const points = (pick: (s: { depth: number; dead: number }) => number) =>
-      samples
+      drawn
         .map(
           (s, i) =>
-            `${((i / Math.max(1, samples.length - 1)) * w).toFixed(1)},${(h - 4 - (pick(s) / max) * (h - 8)).toFixed(1)}`,
+            `${((i / Math.max(1, drawn.length - 1)) * w).toFixed(1)},${(h - 4 - (pick(s) / max) * (h - 8)).toFixed(1)}`,
         )
         .join(' ')
     const ns = 'http://www.w3.org/2000/svg'

@@ -19,7 +19,7 @@ h2{font-size:1rem;margin:0 0 .6rem}
 svg#chart{width:100%;height:120px;display:block}
 svg#chart polyline{fill:none;stroke-width:2;vector-effect:non-scaling-stroke}
 svg#chart .depth{stroke:var(--accent)}svg#chart .dead{stroke:var(--dead)}
-.legend span::before{content:"";display:inline-block;width:.8rem;height:.2rem;margin-right:.3rem;vertical-align:middle;background:currentColor}
+.legend .l-depth::before,.legend .l-dead::before{content:"";display:inline-block;width:.8rem;height:.2rem;margin-right:.3rem;vertical-align:middle;background:currentColor}
 .legend .l-depth{color:var(--accent)}.legend .l-dead{color:var(--dead)}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-size:.9rem}
