@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { isOutboxError } from '@outboxkit/core'
 import type { Command } from './command.js'
+import { dashboardCommand } from './commands/dashboard.js'
 import { deadListCommand, discardCommand, redriveCommand } from './commands/dead.js'
 import { migrateCommand, sqlCommand } from './commands/migrate.js'
 import { purgeCommand } from './commands/purge.js'
@@ -32,6 +33,7 @@ export const commands: readonly Command[] = [
   redriveCommand,
   discardCommand,
   purgeCommand,
+  dashboardCommand,
 ]
 
 const COMMON_HELP = `Options (every command):
