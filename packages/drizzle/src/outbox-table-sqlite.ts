@@ -35,11 +35,12 @@ function columns() {
   }
 }
 
-/** The `state` check and the three partial indexes, named as `migrate` names them. */
+/** The `state` check and the four partial indexes, named as `migrate` names them. */
 function extras(table: TableRef) {
-  const { due, dedupKey, keySeq } = outboxIndexNames(table)
+  const { due, dedupKey, keySeq, dead } = outboxIndexNames(table)
   return (t: {
     id: AnySQLiteColumn
+    topic: AnySQLiteColumn
     key: AnySQLiteColumn
     seq: AnySQLiteColumn
     availableAt: AnySQLiteColumn
@@ -49,6 +50,7 @@ function extras(table: TableRef) {
     index(due).on(t.availableAt, t.id).where(sql`state IN ('pending', 'processing')`),
     uniqueIndex(dedupKey).on(t.dedupKey).where(sql`dedup_key IS NOT NULL`),
     index(keySeq).on(t.key, t.seq).where(sql`seq IS NOT NULL AND state <> 'delivered'`),
+    index(dead).on(t.topic, t.availableAt).where(sql`state = 'dead'`),
   ]
 }
 
@@ -61,7 +63,7 @@ export type OutboxSqliteTable = ReturnType<typeof build>
 
 /**
  * The outbox table as a Drizzle `sqliteTable`, for drizzle-kit (`dialect: 'sqlite'`): the same
- * columns, types, defaults, `state` check and the three partial indexes (with the same names) that
+ * columns, types, defaults, `state` check and the four partial indexes (with the same names) that
  * `migrate` creates on SQLite, so `drizzle-kit generate` writes the outbox into your migrations.
  * Export it from your Drizzle schema file. `availableAt` and `createdAt` are INTEGER epoch
  * milliseconds in the database and `Date`s in Drizzle; `payload` and `headers` are JSON text,

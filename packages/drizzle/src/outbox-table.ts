@@ -54,11 +54,12 @@ function columns() {
   }
 }
 
-/** The `state` check and the three partial indexes, named as `migrate` names them. */
+/** The `state` check and the four partial indexes, named as `migrate` names them. */
 function extras(table: TableRef) {
-  const { due, dedupKey, keySeq } = outboxIndexNames(table)
+  const { due, dedupKey, keySeq, dead } = outboxIndexNames(table)
   return (t: {
     id: AnyPgColumn
+    topic: AnyPgColumn
     key: AnyPgColumn
     seq: AnyPgColumn
     availableAt: AnyPgColumn
@@ -71,6 +72,7 @@ function extras(table: TableRef) {
     index(due).on(t.availableAt, t.id).where(sql`state IN ('pending', 'processing')`),
     uniqueIndex(dedupKey).on(t.dedupKey).where(sql`dedup_key IS NOT NULL`),
     index(keySeq).on(t.key, t.seq).where(sql`seq IS NOT NULL AND state <> 'delivered'`),
+    index(dead).on(t.topic, t.availableAt).where(sql`state = 'dead'`),
   ]
 }
 
@@ -83,7 +85,7 @@ export type OutboxTable = ReturnType<typeof build>
 
 /**
  * The outbox table as a Drizzle `pgTable`, for drizzle-kit: the same columns, types, defaults,
- * `state` check and the three partial indexes that `migrate` creates, so `drizzle-kit generate`
+ * `state` check and the four partial indexes that `migrate` creates, so `drizzle-kit generate`
  * writes the outbox into your migrations (and `drizzle-kit push` sees no difference from a table
  * `migrate` created). Export it from your Drizzle schema file.
  *

@@ -77,7 +77,7 @@ describe('outboxSqliteTable and drizzle-kit', () => {
       for (const s of statements) viaKit.client.exec(s)
       const expected = describeTable(viaMigrate.client, name)
       expect(expected.columns).toHaveLength(12)
-      expect(expected.indexes.filter((i) => i.partial === 1)).toHaveLength(3)
+      expect(expected.indexes.filter((i) => i.partial === 1)).toHaveLength(4)
       expect(expected.stateChecked).toBe(true)
       expect(describeTable(viaKit.client, name)).toEqual(expected)
     })

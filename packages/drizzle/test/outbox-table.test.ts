@@ -77,7 +77,7 @@ describe('outboxTable and drizzle-kit', () => {
       await runIn(viaKit, statements)
       const expected = await describeTable(viaMigrate, name)
       expect(expected.columns).toHaveLength(12)
-      expect(expected.indexes).toHaveLength(4)
+      expect(expected.indexes).toHaveLength(5)
       expect(await describeTable(viaKit, name)).toEqual(expected)
     })
   }

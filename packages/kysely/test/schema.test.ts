@@ -73,6 +73,7 @@ test('a Kysely migration creates the outbox with outboxDdl, and is safe to run a
     [schema],
   )
   expect(indexes.map((r) => r.indexname).sort()).toEqual([
+    'outbox_dead_idx',
     'outbox_dedup_key_idx',
     'outbox_due_idx',
     'outbox_key_seq_idx',

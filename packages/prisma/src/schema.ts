@@ -83,7 +83,7 @@ export function outboxPrismaModel(
  *   created by an earlier version).
  * - `mysql`: one `CREATE TABLE` with its generated columns, indexes and check; with
  *   `orderedTopics`, the companion table of ordered keys too.
- * - `sqlite`: the table and its three partial indexes.
+ * - `sqlite`: the table and its four partial indexes.
  *
  * @example
  * ```ts

@@ -121,7 +121,7 @@ function sqliteColumns(): Columns {
  * `experimentalDecorators` nor `emitDecoratorMetadata`.
  *
  * On PostgreSQL (the default `dialect`) it maps the table exactly as core's DDL creates it
- * (columns, defaults, the `state` check, the primary key and the three partial indexes, under
+ * (columns, defaults, the `state` check, the primary key and the four partial indexes, under
  * PostgreSQL's own names), so `migration:generate` and `synchronize` see no difference after
  * {@link createOutboxMigration} ran. `synchronize` creates the table but not the sequence that
  * numbers messages of ordered topics: with ordered topics, create the outbox with
@@ -217,6 +217,11 @@ export function createOutboxEntity<TPayload = unknown>(
         name: outboxIndexNames(table).keySeq,
         columns: ['key', 'seq'],
         where: `seq IS NOT NULL AND state <> 'delivered'`,
+      },
+      {
+        name: outboxIndexNames(table).dead,
+        columns: ['topic', 'availableAt'],
+        where: `state = 'dead'`,
       },
     ],
   })

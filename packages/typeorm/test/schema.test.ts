@@ -100,6 +100,7 @@ describe('entity and migration', () => {
         [table],
       )
       expect(indexes.map((i) => i.indexname)).toEqual([
+        `${table}_dead_idx`,
         `${table}_dedup_key_idx`,
         `${table}_due_idx`,
         `${table}_key_seq_idx`,

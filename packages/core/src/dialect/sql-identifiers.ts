@@ -25,6 +25,11 @@ export interface OutboxIndexNames {
    * claim's head-of-key check (see docs/ordering.md).
    */
   readonly keySeq: string
+  /**
+   * Partial index on `(topic, available_at)` of dead rows: serves the dead-letter listing, search and
+   * count (the dashboard) without reading delivered rows.
+   */
+  readonly dead: string
   /** The sequence that numbers messages of ordered topics (a sequence, not an index; owned by the `seq` column). */
   readonly sequence: string
 }
@@ -40,6 +45,7 @@ export function outboxIndexNames(table: TableRef): OutboxIndexNames {
     due: derive('due_idx'),
     dedupKey: derive('dedup_key_idx'),
     keySeq: derive('key_seq_idx'),
+    dead: derive('dead_idx'),
     sequence: derive('seq_seq'),
   }
 }

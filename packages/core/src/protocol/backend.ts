@@ -121,7 +121,11 @@ export interface StatsRow {
   readonly topic: string
   readonly state: OutboxState
   readonly count: number
-  /** Age of the oldest row of the group (`now() - created_at`, database clock), in ms. */
+  /**
+   * Age of the oldest row of the group (`now() - created_at`, database clock), in ms, for
+   * `'pending'` and `'processing'`. 0 for terminal states: not read, so that counting the dead
+   * rows reads the dead-row index only (PostgreSQL, SQLite; MySQL computes it).
+   */
   readonly oldestAgeMs: number
   /**
    * For `'pending'` and `'processing'`: how late the oldest due row is (`now() - available_at` of

@@ -12,10 +12,19 @@ export function postgresAdminStatements(
   const purge = `DELETE FROM ${t} WHERE state = ANY($1::text[]) AND available_at <= now() - $2::float8 * interval '1 millisecond'`
   const redrive = `UPDATE ${t} SET state = 'pending', attempts = 0, available_at = now()
 WHERE state = 'dead' AND ($1::uuid[] IS NULL OR id = ANY($1::uuid[])) AND ($2::text[] IS NULL OR topic = ANY($2::text[]))`
-  const stats = `SELECT topic, state, count(*)::int AS n,
+  // One branch per partial index (live rows by the due index, dead rows by the dead index), so
+  // the delivered rows are read only when $1 asks for them.
+  // the delivered rows are read only when $1 asks for them. Terminal groups are only counted
+  // (their ages are not read), so the dead branch is an index-only scan of the dead index.
+  const liveStats = `SELECT topic, state, count(*)::int AS n,
   (extract(epoch FROM now() - min(created_at)) * 1000)::float8 AS oldest_age_ms,
-  (extract(epoch FROM now() - min(available_at) FILTER (WHERE ${live} AND available_at <= now())) * 1000)::float8 AS oldest_due_lag_ms
-FROM ${t} WHERE state = ANY($1::text[]) GROUP BY topic, state`
+  (extract(epoch FROM now() - min(available_at) FILTER (WHERE available_at <= now())) * 1000)::float8 AS oldest_due_lag_ms
+FROM ${t} WHERE ${live} AND state = ANY($1::text[]) GROUP BY topic, state`
+  const terminal = (
+    state: string,
+  ) => `SELECT topic, '${state}' AS state, count(*)::int AS n, 0::float8 AS oldest_age_ms, NULL::float8 AS oldest_due_lag_ms
+FROM ${t} WHERE state = '${state}' AND '${state}' = ANY($1::text[]) GROUP BY topic`
+  const stats = [liveStats, terminal('dead'), terminal('delivered')].join('\nUNION ALL\n')
   // Paged by (death time truncated to the millisecond, id), newest first: the cursor is the
   // last row's (dead_ms, id) exactly as returned, so no row is skipped or repeated between pages.
   const deadMs = 'floor(extract(epoch FROM available_at) * 1000)'

@@ -19,10 +19,17 @@ export function sqliteAdminStatements(
     `UPDATE ${t} SET state = 'pending', attempts = 0, available_at = ${now} WHERE state = 'dead' AND ${filter}`,
   )
   const discard = compile(`DELETE FROM ${t} WHERE state = 'dead' AND ${filter}`)
-  const stats = compile(`SELECT topic, state, count(*) AS n,
+  // One branch per partial index (live rows, dead rows), so delivered rows are read only when asked.
+  // Terminal groups are only counted (their ages are not read), from the dead index for dead rows.
+  const liveStats = `SELECT topic, state, count(*) AS n,
   ${now} - min(created_at) AS oldest_age_ms,
-  ${now} - min(CASE WHEN ${live} AND available_at <= ${now} THEN available_at END) AS oldest_due_lag_ms
-FROM ${t} WHERE state IN (SELECT value FROM json_each(:states)) GROUP BY topic, state`)
+  ${now} - min(CASE WHEN available_at <= ${now} THEN available_at END) AS oldest_due_lag_ms
+FROM ${t} WHERE ${live} AND state IN (SELECT value FROM json_each(:states)) GROUP BY topic, state`
+  const terminal = (
+    state: string,
+  ) => `SELECT topic, '${state}' AS state, count(*) AS n, 0 AS oldest_age_ms, NULL AS oldest_due_lag_ms
+FROM ${t} WHERE state = '${state}' AND '${state}' IN (SELECT value FROM json_each(:states)) GROUP BY topic`
+  const stats = compile([liveStats, terminal('dead'), terminal('delivered')].join('\nUNION ALL\n'))
   // Paged by (death time in ms, id), newest first: the cursor is the last row's (dead_ms, id).
   // The search: an id, a key or topic, or a part of the last error (ASCII case-insensitively).
   const search = `(:search IS NULL OR id = lower(:search) OR key = :search OR topic = :search OR instr(lower(last_error), lower(:search)) > 0)`
