@@ -50,7 +50,7 @@ function extras(table: TableRef) {
     index(due).on(t.availableAt, t.id).where(sql`state IN ('pending', 'processing')`),
     uniqueIndex(dedupKey).on(t.dedupKey).where(sql`dedup_key IS NOT NULL`),
     index(keySeq).on(t.key, t.seq).where(sql`seq IS NOT NULL AND state <> 'delivered'`),
-    index(dead).on(t.topic, t.availableAt).where(sql`state = 'dead'`),
+    index(dead).on(t.availableAt, t.topic).where(sql`state = 'dead'`),
   ]
 }
 

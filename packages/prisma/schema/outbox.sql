@@ -21,4 +21,4 @@ CREATE UNIQUE INDEX IF NOT EXISTS "outbox_dedup_key_idx" ON "outbox" (dedup_key)
 ALTER TABLE "outbox" ADD COLUMN IF NOT EXISTS seq bigint;
 CREATE SEQUENCE IF NOT EXISTS "outbox_seq_seq" OWNED BY "outbox".seq;
 CREATE INDEX IF NOT EXISTS "outbox_key_seq_idx" ON "outbox" (key, seq) WHERE seq IS NOT NULL AND state <> 'delivered';
-CREATE INDEX IF NOT EXISTS "outbox_dead_idx" ON "outbox" (topic, available_at) WHERE state = 'dead';
+CREATE INDEX IF NOT EXISTS "outbox_dead_idx" ON "outbox" (available_at, topic) WHERE state = 'dead';

@@ -18,4 +18,4 @@ CREATE TABLE IF NOT EXISTS "outbox" (
 CREATE INDEX IF NOT EXISTS "outbox_due_idx" ON "outbox" (available_at, id) WHERE state IN ('pending', 'processing');
 CREATE UNIQUE INDEX IF NOT EXISTS "outbox_dedup_key_idx" ON "outbox" (dedup_key) WHERE dedup_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS "outbox_key_seq_idx" ON "outbox" (key, seq) WHERE seq IS NOT NULL AND state <> 'delivered';
-CREATE INDEX IF NOT EXISTS "outbox_dead_idx" ON "outbox" (topic, available_at) WHERE state = 'dead';
+CREATE INDEX IF NOT EXISTS "outbox_dead_idx" ON "outbox" (available_at, topic) WHERE state = 'dead';

@@ -29,7 +29,7 @@ model ${model} {
   @@index([availableAt, id], map: "${due}")
   @@unique([dedupKey], map: "${dedup}")
   @@index([key, seq], map: "${keySeq}")
-  @@index([topic, availableAt], map: "${dead}")
+  @@index([availableAt, topic], map: "${dead}")
   @@map("${table.name}")
 }
 `

@@ -220,7 +220,7 @@ export function createOutboxEntity<TPayload = unknown>(
       },
       {
         name: outboxIndexNames(table).dead,
-        columns: ['topic', 'availableAt'],
+        columns: ['availableAt', 'topic'],
         where: `state = 'dead'`,
       },
     ],

@@ -26,7 +26,7 @@ export interface OutboxIndexNames {
    */
   readonly keySeq: string
   /**
-   * Partial index on `(topic, available_at)` of dead rows: serves the dead-letter listing, search and
+   * Partial index on `(available_at, topic)` of dead rows: serves the dead-letter listing, search and
    * count (the dashboard) without reading delivered rows.
    */
   readonly dead: string

@@ -32,10 +32,18 @@ FROM ${t} WHERE state = '${state}' AND '${state}' = ANY($1::text[]) GROUP BY top
   // part of the last error. It reads dead rows only, as the rest of the WHERE does.
   const search = (n: number) =>
     `($${n}::text IS NULL OR id = $${n + 1}::uuid OR key = $${n}::text OR topic = $${n}::text OR strpos(lower(last_error), lower($${n}::text)) > 0)`
-  const listDead = `SELECT id::text AS id, topic, key, payload::text AS payload, headers::text AS headers, attempts, last_error,
+  const deadWhere = `state = 'dead' AND ($1::text[] IS NULL OR topic = ANY($1::text[])) AND ${search(5)}
+  AND ($3::float8 IS NULL OR (available_at < to_timestamp(($3::float8 + 1) / 1000) AND (${deadMs}, id) < ($3::float8::numeric, $4::uuid)))`
+  // The page's rows are among the newest: `edge` walks the dead index (available_at, topic)
+  // backwards to the $2-th match, and the page is sorted from the rows of that millisecond on,
+  // instead of sorting every dead row (exact: a row before that millisecond has $2 rows before it).
+  const listDead = `WITH edge AS (
+  SELECT available_at FROM ${t} WHERE ${deadWhere} ORDER BY available_at DESC OFFSET ($2::int - 1) LIMIT 1
+)
+SELECT id::text AS id, topic, key, payload::text AS payload, headers::text AS headers, attempts, last_error,
   (extract(epoch FROM created_at) * 1000)::float8 AS created_ms, ${deadMs}::float8 AS dead_ms
-FROM ${t} WHERE state = 'dead' AND ($1::text[] IS NULL OR topic = ANY($1::text[])) AND ${search(5)}
-  AND ($3::float8 IS NULL OR (${deadMs}, id) < ($3::float8::numeric, $4::uuid))
+FROM ${t} WHERE ${deadWhere}
+  AND available_at >= coalesce(date_trunc('milliseconds', (SELECT available_at FROM edge) AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', '-infinity')
 ORDER BY ${deadMs} DESC, id DESC LIMIT $2`
   const countDead = `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${t}
   WHERE state = 'dead' AND ($1::text[] IS NULL OR topic = ANY($1::text[])) AND ${search(3)} LIMIT $2) AS capped`

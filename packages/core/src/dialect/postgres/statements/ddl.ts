@@ -40,7 +40,7 @@ export function postgresDdlStatements(table: PostgresTable): Pick<PostgresStatem
     `CREATE SEQUENCE IF NOT EXISTS ${sequence} OWNED BY ${t}.seq`,
     `CREATE INDEX IF NOT EXISTS ${quoteIdent(indexes.keySeq)} ON ${t} (key, seq) WHERE seq IS NOT NULL AND state <> 'delivered'`,
     // Dead letters (listDead, countDead, stats): read without touching the delivered rows.
-    `CREATE INDEX IF NOT EXISTS ${quoteIdent(indexes.dead)} ON ${t} (topic, available_at) WHERE state = 'dead'`,
+    `CREATE INDEX IF NOT EXISTS ${quoteIdent(indexes.dead)} ON ${t} (available_at, topic) WHERE state = 'dead'`,
   ].join(';\n')
   const migrate = `SELECT pg_advisory_xact_lock(hashtext(${literal(`outboxkit:migrate:${cacheKey}`)}));\n${ddl}`
   return {

@@ -25,7 +25,7 @@ export function sqliteDdlStatements(table: SqliteTable): Pick<SqliteStatements, 
     `CREATE UNIQUE INDEX IF NOT EXISTS ${index(names.dedupKey)} ON ${bare} (dedup_key) WHERE dedup_key IS NOT NULL`,
     `CREATE INDEX IF NOT EXISTS ${index(names.keySeq)} ON ${bare} (key, seq) WHERE seq IS NOT NULL AND state <> 'delivered'`,
     // Dead letters (listDead, countDead, stats): read without touching the delivered rows.
-    `CREATE INDEX IF NOT EXISTS ${index(names.dead)} ON ${bare} (topic, available_at) WHERE state = 'dead'`,
+    `CREATE INDEX IF NOT EXISTS ${index(names.dead)} ON ${bare} (available_at, topic) WHERE state = 'dead'`,
   ].join(';\n')
   return { ddl, migrate: ddl }
 }
