@@ -1,380 +1,288 @@
-// The dashboard page's script. Compiled to src/page/client-script.ts by scripts/build-client.mjs
-// (run by the package's build); type-checked against the DOM by tsconfig.client.json. Every value
-// from the outbox is put into the page as text (textContent, text nodes), never as HTML.
-;(() => {
-  interface Config {
-    base: string
-    writable: boolean
-    refreshMs: number
-  }
-  interface TopicStats {
-    topic: string
-    pending: number
-    processing: number
-    dead: number
-    oldestPendingAgeMs: number | null
-    oldestDueLagMs: number | null
-  }
-  interface Stats {
-    table: string
-    states: { pending: number; processing: number; dead: number }
-    topics: TopicStats[]
-    oldestPendingAgeMs: number | null
-    oldestDueLagMs: number | null
-    writable: boolean
-  }
-  interface Dead {
-    id: string
-    topic: string
-    key: string | null
-    payload: unknown
-    headers: Record<string, string>
-    attempts: number
-    lastError: string | null
-    createdAt: string
-    deadAt: string
-    traceId: string | null
-    cursor: string
-  }
-  interface DeadPage {
-    messages: Dead[]
-    next: string | null
-    matching: number | null
-    matchingCapped: boolean
-  }
-  interface Blocked {
-    key: string
-    reason: string
-    waiting: number
-    head: { id: string; topic: string; attempts: number; lastError: string | null; since: string }
-  }
+// The dashboard page's script: stats, chart, dead letters, actions, refresh. Compiled with
+// client/types.ts and client/dom.ts into src/page/generated/client-script.ts by
+// scripts/build-client.mjs (run by the package's build); type-checked against the DOM by
+// tsconfig.client.json. Every value from the outbox goes into the page as text, never as HTML.
+let writable = config.writable
 
-  const config = JSON.parse(document.getElementById('outboxkit-config')?.textContent ?? '{}') as Config
-  const api = (path: string) => `${config.base}/api${path}`
-  const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T
-  let writable = config.writable
+// ---- stats, chart, topics ----------------------------------------------------------------
+const samples: { depth: number; dead: number }[] = []
 
-  type Child = Node | string | null | undefined | false
-  /** An element with attributes and children; strings become text nodes, never markup. */
-  function el(tag: string, attrs: Record<string, string> = {}, ...children: Child[]): HTMLElement {
-    const e = document.createElement(tag)
-    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v)
-    for (const c of children) if (c !== null && c !== undefined && c !== false) e.append(c)
-    return e
-  }
-
-  function age(ms: number | null): string {
-    if (ms === null) return '–'
-    if (ms < 1000) return `${Math.round(ms)} ms`
-    const s = ms / 1000
-    if (s < 60) return `${s.toFixed(1)} s`
-    const m = Math.floor(s / 60)
-    if (m < 60) return `${m}m ${Math.floor(s % 60)}s`
-    const h = Math.floor(m / 60)
-    return h < 48 ? `${h}h ${m % 60}m` : `${Math.floor(h / 24)}d ${h % 24}h`
-  }
-
-  async function call<T>(path: string, init?: RequestInit): Promise<T> {
-    const response = await fetch(api(path), {
-      ...init,
-      headers: { accept: 'application/json', ...(init?.body ? { 'content-type': 'application/json' } : {}) },
-    })
-    const body = (await response.json().catch(() => ({}))) as T & { error?: { message: string } }
-    if (!response.ok)
-      throw Object.assign(new Error(body.error?.message ?? `HTTP ${response.status}`), {
-        status: response.status,
-        body,
-      })
-    return body
-  }
-
-  function notice(text: string, kind: 'ok' | 'error' = 'ok'): void {
-    const box = $('notice')
-    box.textContent = text
-    box.className = `notice ${kind}`
-    box.hidden = false
-  }
-
-  // ---- stats, chart, topics ----------------------------------------------------------------
-  const samples: { depth: number; dead: number }[] = []
-
-  function renderChart(): void {
-    const svg = $('chart') as unknown as SVGSVGElement
-    const w = 600
-    const h = 120
-    const max = Math.max(1, ...samples.map((s) => Math.max(s.depth, s.dead)))
-    // One sample draws a flat line across (a polyline of one point draws nothing).
-    const drawn = samples.length === 1 ? [samples[0]!, samples[0]!] : samples
-    const points = (pick: (s: { depth: number; dead: number }) => number) =>
-      drawn
-        .map(
-          (s, i) =>
-            `${((i / Math.max(1, drawn.length - 1)) * w).toFixed(1)},${(h - 4 - (pick(s) / max) * (h - 8)).toFixed(1)}`,
-        )
-        .join(' ')
-    const ns = 'http://www.w3.org/2000/svg'
-    svg.replaceChildren()
-    for (const [cls, pick] of [
-      ['depth', (s: { depth: number }) => s.depth],
-      ['dead', (s: { dead: number }) => s.dead],
-    ] as const) {
-      const line = document.createElementNS(ns, 'polyline')
-      line.setAttribute('class', cls)
-      line.setAttribute('points', points(pick))
-      svg.append(line)
-    }
-    $('chart-max').textContent = `max ${max}`
-  }
-
-  function renderStats(stats: Stats): void {
-    $('table-name').textContent = stats.table
-    $('n-pending').textContent = String(stats.states.pending)
-    $('n-processing').textContent = String(stats.states.processing)
-    $('n-dead').textContent = String(stats.states.dead)
-    $('age').textContent = age(stats.oldestPendingAgeMs)
-    $('lag').textContent = age(stats.oldestDueLagMs)
-    const rows = stats.topics.map((t) =>
-      el(
-        'tr',
-        { 'data-topic': t.topic },
-        el('td', {}, t.topic),
-        el('td', { class: 'n' }, String(t.pending)),
-        el('td', { class: 'n' }, String(t.processing)),
-        el('td', { class: 'n' }, String(t.dead)),
-        el('td', { class: 'n' }, age(t.oldestPendingAgeMs)),
-        el('td', { class: 'n' }, age(t.oldestDueLagMs)),
-      ),
-    )
-    $('topics').replaceChildren(
-      ...(rows.length
-        ? rows
-        : [el('tr', {}, el('td', { colspan: '6', class: 'empty' }, 'The outbox is empty.'))]),
-    )
-    const select = $<HTMLSelectElement>('topic')
-    const chosen = select.value
-    select.replaceChildren(
-      el('option', { value: '' }, 'all topics'),
-      ...stats.topics.map((t) => el('option', { value: t.topic }, t.topic)),
-    )
-    select.value = stats.topics.some((t) => t.topic === chosen) ? chosen : ''
-    samples.push({ depth: stats.states.pending + stats.states.processing, dead: stats.states.dead })
-    if (samples.length > 120) samples.shift()
-    renderChart()
-    if (stats.writable !== writable) {
-      writable = stats.writable
-      applyWritable()
-    }
-  }
-
-  function applyWritable(): void {
-    document.body.classList.toggle('read-only', !writable)
-    $('mode').textContent = writable ? 'actions allowed' : 'read-only'
-  }
-
-  // ---- dead letters ------------------------------------------------------------------------
-  let filter = { topic: '', q: '' }
-  let lastPage: DeadPage | undefined
-  let loaded = 0
-
-  function query(after?: string): string {
-    const p = new URLSearchParams()
-    if (filter.topic) p.set('topic', filter.topic)
-    if (filter.q) p.set('q', filter.q)
-    if (after) p.set('after', after)
-    return `/dead?${p}`
-  }
-
-  function pretty(value: unknown): string {
-    return typeof value === 'string' ? value : JSON.stringify(value, null, 2)
-  }
-
-  function deadCard(m: Dead): HTMLElement {
-    const field = (name: string, value: string, cls = '') =>
-      el(
-        'div',
-        { class: `field ${cls}` },
-        el('span', { class: 'label' }, name),
-        el('span', { class: 'value' }, value),
+function renderChart(): void {
+  const svg = $('chart') as unknown as SVGSVGElement
+  const w = 600
+  const h = 120
+  const max = Math.max(1, ...samples.map((s) => Math.max(s.depth, s.dead)))
+  // One sample draws a flat line across (a polyline of one point draws nothing).
+  const drawn = samples.length === 1 ? [samples[0]!, samples[0]!] : samples
+  const points = (pick: (s: { depth: number; dead: number }) => number) =>
+    drawn
+      .map(
+        (s, i) =>
+          `${((i / Math.max(1, drawn.length - 1)) * w).toFixed(1)},${(h - 4 - (pick(s) / max) * (h - 8)).toFixed(1)}`,
       )
-    const actions = el(
+      .join(' ')
+  const ns = 'http://www.w3.org/2000/svg'
+  svg.replaceChildren()
+  for (const [cls, pick] of [
+    ['depth', (s: { depth: number }) => s.depth],
+    ['dead', (s: { dead: number }) => s.dead],
+  ] as const) {
+    const line = document.createElementNS(ns, 'polyline')
+    line.setAttribute('class', cls)
+    line.setAttribute('points', points(pick))
+    svg.append(line)
+  }
+  $('chart-max').textContent = `max ${max}`
+}
+
+function renderStats(stats: Stats): void {
+  $('table-name').textContent = stats.table
+  $('n-pending').textContent = String(stats.states.pending)
+  $('n-processing').textContent = String(stats.states.processing)
+  $('n-dead').textContent = String(stats.states.dead)
+  $('age').textContent = age(stats.oldestPendingAgeMs)
+  $('lag').textContent = age(stats.oldestDueLagMs)
+  const rows = stats.topics.map((t) =>
+    el(
+      'tr',
+      { 'data-topic': t.topic },
+      el('td', {}, t.topic),
+      el('td', { class: 'n' }, String(t.pending)),
+      el('td', { class: 'n' }, String(t.processing)),
+      el('td', { class: 'n' }, String(t.dead)),
+      el('td', { class: 'n' }, age(t.oldestPendingAgeMs)),
+      el('td', { class: 'n' }, age(t.oldestDueLagMs)),
+    ),
+  )
+  $('topics').replaceChildren(
+    ...(rows.length
+      ? rows
+      : [el('tr', {}, el('td', { colspan: '6', class: 'empty' }, 'The outbox is empty.'))]),
+  )
+  const select = $<HTMLSelectElement>('topic')
+  const chosen = select.value
+  select.replaceChildren(
+    el('option', { value: '' }, 'all topics'),
+    ...stats.topics.map((t) => el('option', { value: t.topic }, t.topic)),
+  )
+  select.value = stats.topics.some((t) => t.topic === chosen) ? chosen : ''
+  samples.push({ depth: stats.states.pending + stats.states.processing, dead: stats.states.dead })
+  if (samples.length > 120) samples.shift()
+  renderChart()
+  if (stats.writable !== writable) {
+    writable = stats.writable
+    applyWritable()
+  }
+}
+
+function applyWritable(): void {
+  document.body.classList.toggle('read-only', !writable)
+  $('mode').textContent = writable ? 'actions allowed' : 'read-only'
+}
+
+// ---- dead letters ------------------------------------------------------------------------
+let filter = { topic: '', q: '' }
+let lastPage: DeadPage | undefined
+let loaded = 0
+
+function query(after?: string): string {
+  const p = new URLSearchParams()
+  if (filter.topic) p.set('topic', filter.topic)
+  if (filter.q) p.set('q', filter.q)
+  if (after) p.set('after', after)
+  return `/dead?${p}`
+}
+
+function pretty(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value, null, 2)
+}
+
+function deadCard(m: Dead): HTMLElement {
+  const field = (name: string, value: string, cls = '') =>
+    el(
       'div',
-      { class: 'actions' },
-      el('button', { type: 'button', class: 'redrive', 'data-id': m.id }, 'Redrive'),
-      el('button', { type: 'button', class: 'discard danger', 'data-id': m.id }, 'Discard'),
+      { class: `field ${cls}` },
+      el('span', { class: 'label' }, name),
+      el('span', { class: 'value' }, value),
     )
-    return el(
-      'article',
-      { class: 'dead', 'data-id': m.id },
-      el(
-        'header',
-        {},
-        el('strong', { class: 'topic' }, m.topic),
-        el('span', { class: 'key' }, m.key ?? '(no key)'),
-        el('time', {}, new Date(m.deadAt).toLocaleString()),
-      ),
-      el('p', { class: 'error' }, m.lastError ?? '(no error recorded)'),
-      el(
-        'div',
-        { class: 'fields' },
-        field('id', m.id, 'mono'),
-        field('attempts', String(m.attempts)),
-        field('trace', m.traceId ?? '–', 'mono'),
-        field('created', new Date(m.createdAt).toLocaleString()),
-      ),
-      el(
-        'details',
-        {},
-        el('summary', {}, 'payload and headers'),
-        el('pre', { class: 'payload' }, pretty(m.payload)),
-        el('pre', { class: 'headers' }, pretty(m.headers)),
-      ),
-      actions,
-    )
-  }
+  const actions = el(
+    'div',
+    { class: 'actions' },
+    el('button', { type: 'button', class: 'redrive', 'data-id': m.id }, 'Redrive'),
+    el('button', { type: 'button', class: 'discard danger', 'data-id': m.id }, 'Discard'),
+  )
+  return el(
+    'article',
+    { class: 'dead', 'data-id': m.id },
+    el(
+      'header',
+      {},
+      el('strong', { class: 'topic' }, m.topic),
+      el('span', { class: 'key' }, m.key ?? '(no key)'),
+      el('time', {}, new Date(m.deadAt).toLocaleString()),
+    ),
+    el('p', { class: 'error' }, m.lastError ?? '(no error recorded)'),
+    el(
+      'div',
+      { class: 'fields' },
+      field('id', m.id, 'mono'),
+      field('attempts', String(m.attempts)),
+      field('trace', m.traceId ?? '–', 'mono'),
+      field('created', new Date(m.createdAt).toLocaleString()),
+    ),
+    el(
+      'details',
+      {},
+      el('summary', {}, 'payload and headers'),
+      el('pre', { class: 'payload' }, pretty(m.payload)),
+      el('pre', { class: 'headers' }, pretty(m.headers)),
+    ),
+    actions,
+  )
+}
 
-  function renderDead(page: DeadPage, append: boolean): void {
-    lastPage = page
-    const list = $('dead-list')
-    const cards = page.messages.map(deadCard)
-    if (append) list.append(...cards)
-    else
-      list.replaceChildren(
-        ...(cards.length
-          ? cards
-          : [
-              el(
-                'p',
-                { class: 'empty' },
-                filter.q || filter.topic ? 'No dead message matches.' : 'No dead letters.',
-              ),
-            ]),
+function renderDead(page: DeadPage, append: boolean): void {
+  lastPage = page
+  const list = $('dead-list')
+  const cards = page.messages.map(deadCard)
+  if (append) list.append(...cards)
+  else
+    list.replaceChildren(
+      ...(cards.length
+        ? cards
+        : [
+            el(
+              'p',
+              { class: 'empty' },
+              filter.q || filter.topic ? 'No dead message matches.' : 'No dead letters.',
+            ),
+          ]),
+    )
+  loaded = append ? loaded + page.messages.length : page.messages.length
+  $('more').hidden = page.next === null
+  const n = page.matching
+  $('matching').textContent = n === null ? '' : `${page.matchingCapped ? `more than ${n}` : n} matching`
+  const bulk = $('bulk')
+  bulk.hidden = !n || page.matchingCapped
+  $('bulk-redrive').textContent = `Redrive all ${n ?? 0}`
+  $('bulk-discard').textContent = `Discard all ${n ?? 0}`
+}
+
+async function loadDead(append = false): Promise<void> {
+  const page = await call<DeadPage>(query(append ? (lastPage?.next ?? undefined) : undefined))
+  renderDead(page, append)
+}
+
+// ---- actions -----------------------------------------------------------------------------
+let pending: { text: string; run: () => Promise<void> } | undefined
+
+function ask(text: string, run: () => Promise<void>): void {
+  pending = { text, run }
+  $('confirm-text').textContent = text
+  $('confirm').hidden = false
+  $('confirm-yes').focus()
+}
+
+async function confirmYes(): Promise<void> {
+  const p = pending
+  pending = undefined
+  $('confirm').hidden = true
+  if (!p) return
+  try {
+    await p.run()
+  } catch (error) {
+    notice((error as Error).message, 'error')
+  }
+  await refresh()
+}
+
+function onListClick(event: Event): void {
+  const button = (event.target as HTMLElement).closest('button')
+  const id = button?.getAttribute('data-id')
+  if (!button || !id) return
+  const action = button.classList.contains('redrive') ? 'redrive' : 'discard'
+  ask(`${action === 'redrive' ? 'Redrive' : 'Discard'} 1 message (${id})?`, async () => {
+    await call(`/dead/${encodeURIComponent(id)}/${action}`, { method: 'POST', body: '{}' })
+    notice(`${action === 'redrive' ? 'Redriven' : 'Discarded'}: 1 message.`)
+  })
+}
+
+function onBulk(action: 'redrive' | 'discard'): void {
+  const expected = lastPage?.matching ?? 0
+  const scope = [filter.topic && `topic ${filter.topic}`, filter.q && `search “${filter.q}”`]
+    .filter(Boolean)
+    .join(', ')
+  ask(
+    `${action === 'redrive' ? 'Redrive' : 'Discard'} all ${expected} matching messages${scope ? ` (${scope})` : ''}?`,
+    async () => {
+      const r = await call<{ redriven?: number; discarded?: number }>(`/dead/${action}`, {
+        method: 'POST',
+        body: JSON.stringify({ ...filter, expected }),
+      })
+      notice(
+        `${action === 'redrive' ? 'Redriven' : 'Discarded'}: ${r.redriven ?? r.discarded ?? 0} messages.`,
       )
-    loaded = append ? loaded + page.messages.length : page.messages.length
-    $('more').hidden = page.next === null
-    const n = page.matching
-    $('matching').textContent = n === null ? '' : `${page.matchingCapped ? `more than ${n}` : n} matching`
-    const bulk = $('bulk')
-    bulk.hidden = !n || page.matchingCapped
-    $('bulk-redrive').textContent = `Redrive all ${n ?? 0}`
-    $('bulk-discard').textContent = `Discard all ${n ?? 0}`
+    },
+  )
+}
+
+// ---- refresh -----------------------------------------------------------------------------
+async function loadBlocked(): Promise<void> {
+  const { keys } = await call<{ keys: Blocked[] }>('/blocked')
+  const rows = keys.map((b) =>
+    el(
+      'tr',
+      {},
+      el('td', {}, b.key),
+      el('td', {}, b.reason),
+      el('td', {}, b.head.topic),
+      el('td', { class: 'mono' }, b.head.id),
+      el('td', { class: 'n' }, String(b.waiting)),
+      el('td', {}, b.head.lastError ?? ''),
+    ),
+  )
+  $('blocked').replaceChildren(
+    ...(rows.length
+      ? rows
+      : [el('tr', {}, el('td', { colspan: '6', class: 'empty' }, 'No key is blocked.'))]),
+  )
+}
+
+let busy = false
+async function refresh(): Promise<void> {
+  if (busy) return
+  busy = true
+  try {
+    renderStats(await call<Stats>('/stats'))
+    await Promise.all([loaded <= 50 ? loadDead() : Promise.resolve(), loadBlocked()])
+    $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`
+    document.body.setAttribute('data-loaded', 'true')
+  } catch (error) {
+    notice(`Refresh failed: ${(error as Error).message}`, 'error')
+  } finally {
+    busy = false
   }
+}
 
-  async function loadDead(append = false): Promise<void> {
-    const page = await call<DeadPage>(query(append ? (lastPage?.next ?? undefined) : undefined))
-    renderDead(page, append)
-  }
-
-  // ---- actions -----------------------------------------------------------------------------
-  let pending: { text: string; run: () => Promise<void> } | undefined
-
-  function ask(text: string, run: () => Promise<void>): void {
-    pending = { text, run }
-    $('confirm-text').textContent = text
-    $('confirm').hidden = false
-    $('confirm-yes').focus()
-  }
-
-  async function confirmYes(): Promise<void> {
-    const p = pending
-    pending = undefined
-    $('confirm').hidden = true
-    if (!p) return
-    try {
-      await p.run()
-    } catch (error) {
-      notice((error as Error).message, 'error')
-    }
-    await refresh()
-  }
-
-  function onListClick(event: Event): void {
-    const button = (event.target as HTMLElement).closest('button')
-    const id = button?.getAttribute('data-id')
-    if (!button || !id) return
-    const action = button.classList.contains('redrive') ? 'redrive' : 'discard'
-    ask(`${action === 'redrive' ? 'Redrive' : 'Discard'} 1 message (${id})?`, async () => {
-      await call(`/dead/${encodeURIComponent(id)}/${action}`, { method: 'POST', body: '{}' })
-      notice(`${action === 'redrive' ? 'Redriven' : 'Discarded'}: 1 message.`)
-    })
-  }
-
-  function onBulk(action: 'redrive' | 'discard'): void {
-    const expected = lastPage?.matching ?? 0
-    const scope = [filter.topic && `topic ${filter.topic}`, filter.q && `search “${filter.q}”`]
-      .filter(Boolean)
-      .join(', ')
-    ask(
-      `${action === 'redrive' ? 'Redrive' : 'Discard'} all ${expected} matching messages${scope ? ` (${scope})` : ''}?`,
-      async () => {
-        const r = await call<{ redriven?: number; discarded?: number }>(`/dead/${action}`, {
-          method: 'POST',
-          body: JSON.stringify({ ...filter, expected }),
-        })
-        notice(
-          `${action === 'redrive' ? 'Redriven' : 'Discarded'}: ${r.redriven ?? r.discarded ?? 0} messages.`,
-        )
-      },
-    )
-  }
-
-  // ---- refresh -----------------------------------------------------------------------------
-  async function loadBlocked(): Promise<void> {
-    const { keys } = await call<{ keys: Blocked[] }>('/blocked')
-    const rows = keys.map((b) =>
-      el(
-        'tr',
-        {},
-        el('td', {}, b.key),
-        el('td', {}, b.reason),
-        el('td', {}, b.head.topic),
-        el('td', { class: 'mono' }, b.head.id),
-        el('td', { class: 'n' }, String(b.waiting)),
-        el('td', {}, b.head.lastError ?? ''),
-      ),
-    )
-    $('blocked').replaceChildren(
-      ...(rows.length
-        ? rows
-        : [el('tr', {}, el('td', { colspan: '6', class: 'empty' }, 'No key is blocked.'))]),
-    )
-  }
-
-  let busy = false
-  async function refresh(): Promise<void> {
-    if (busy) return
-    busy = true
-    try {
-      renderStats(await call<Stats>('/stats'))
-      await Promise.all([loaded <= 50 ? loadDead() : Promise.resolve(), loadBlocked()])
-      $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`
-      document.body.setAttribute('data-loaded', 'true')
-    } catch (error) {
-      notice(`Refresh failed: ${(error as Error).message}`, 'error')
-    } finally {
-      busy = false
-    }
-  }
-
-  $('search').addEventListener('submit', (event) => {
-    event.preventDefault()
-    filter = { topic: $<HTMLSelectElement>('topic').value, q: $<HTMLInputElement>('q').value.trim() }
-    loaded = 0
-    loadDead().catch((error: Error) => notice(error.message, 'error'))
-  })
-  $('more').addEventListener('click', () => {
-    loadDead(true).catch((error: Error) => notice(error.message, 'error'))
-  })
-  $('dead-list').addEventListener('click', onListClick)
-  $('bulk-redrive').addEventListener('click', () => onBulk('redrive'))
-  $('bulk-discard').addEventListener('click', () => onBulk('discard'))
-  $('confirm-yes').addEventListener('click', () => void confirmYes())
-  $('confirm-no').addEventListener('click', () => {
-    pending = undefined
-    $('confirm').hidden = true
-  })
-  applyWritable()
-  void refresh()
-  setInterval(() => {
-    if (document.visibilityState === 'visible') void refresh()
-  }, config.refreshMs)
-})()
+$('search').addEventListener('submit', (event) => {
+  event.preventDefault()
+  filter = { topic: $<HTMLSelectElement>('topic').value, q: $<HTMLInputElement>('q').value.trim() }
+  loaded = 0
+  loadDead().catch((error: Error) => notice(error.message, 'error'))
+})
+$('more').addEventListener('click', () => {
+  loadDead(true).catch((error: Error) => notice(error.message, 'error'))
+})
+$('dead-list').addEventListener('click', onListClick)
+$('bulk-redrive').addEventListener('click', () => onBulk('redrive'))
+$('bulk-discard').addEventListener('click', () => onBulk('discard'))
+$('confirm-yes').addEventListener('click', () => void confirmYes())
+$('confirm-no').addEventListener('click', () => {
+  pending = undefined
+  $('confirm').hidden = true
+})
+applyWritable()
+void refresh()
+setInterval(() => {
+  if (document.visibilityState === 'visible') void refresh()
+}, config.refreshMs)

@@ -1,10 +1,10 @@
-// Compiles the page's script (client/app.ts) into src/page/generated/client-script.ts, a string
-// the server inlines into the page. Run by the package's build; a test checks the committed file
-// is what this script produces from the current client/app.ts.
+// Compiles the page's script (client/types.ts, dom.ts, app.ts) into
+// src/page/generated/client-script.ts, a string the server inlines into the page. Run by the
+// package's build; a test checks the committed file is what this script makes of the sources.
 import { readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { clientScriptModule } from './client-script.mjs'
+import { CLIENT_FILES, clientScriptModule } from './client-script.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const source = readFileSync(`${root}client/app.ts`, 'utf8')
-writeFileSync(`${root}src/page/generated/client-script.ts`, clientScriptModule(source))
+const sources = CLIENT_FILES.map((f) => readFileSync(`${root}client/${f}`, 'utf8'))
+writeFileSync(`${root}src/page/generated/client-script.ts`, clientScriptModule(sources))

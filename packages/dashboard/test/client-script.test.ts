@@ -4,13 +4,14 @@ import { readFileSync } from 'node:fs'
 import { expect, test } from 'vitest'
 import { CLIENT_SCRIPT } from '../src/page/generated/client-script.js'
 
-test('src/page/generated/client-script.ts is the compiled client/app.ts (run pnpm --filter @outboxkit/dashboard build:client)', async () => {
+test('src/page/generated/client-script.ts is the compiled client/*.ts (run pnpm --filter @outboxkit/dashboard build:client)', async () => {
   // @ts-expect-error: a plain .mjs build script without types
-  const { compileClient } = (await import('../scripts/client-script.mjs')) as {
-    compileClient(s: string): string
+  const { CLIENT_FILES, compileClient } = (await import('../scripts/client-script.mjs')) as {
+    CLIENT_FILES: string[]
+    compileClient(sources: string[]): string
   }
-  const source = readFileSync(new URL('../client/app.ts', import.meta.url), 'utf8')
-  expect(CLIENT_SCRIPT).toBe(compileClient(source))
+  const sources = CLIENT_FILES.map((f) => readFileSync(new URL(`../client/${f}`, import.meta.url), 'utf8'))
+  expect(CLIENT_SCRIPT).toBe(compileClient(sources))
 })
 
 test('the page script puts data in as text only and stays small', () => {
