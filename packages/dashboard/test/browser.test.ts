@@ -154,6 +154,16 @@ describe.each(DIALECTS)('%s', (dialect) => {
     await page.close()
   })
 
+  test('readable on a phone: at 390 px wide nothing overflows sideways', async () => {
+    const page = await context.newPage()
+    await page.setViewportSize({ width: 390, height: 844 })
+    await page.goto(`${writable.url}/outbox`)
+    await page.waitForSelector('body[data-loaded="true"]', { timeout: 30_000 })
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390)
+    expect(await page.locator('article.dead').first().isVisible()).toBe(true)
+    await page.close()
+  })
+
   test('read-only: no action buttons, and a forged POST from the page is 403 with the row unchanged', async () => {
     const { page } = await open(`${readOnly.url}/outbox`)
     expect(await page.textContent('#mode')).toBe('read-only')
