@@ -1,11 +1,13 @@
 // The dashboard mounted under a base path in Express (dashboard.node, behind express.json()) and
 // in Hono (dashboard.fetch, served by @hono/node-server), driven in Debian's chromium: the page
-// loads its API under the base path, and its actions change the rows (checked by raw SQL).
+// loads its API under the base path, and its actions change the rows (checked by raw SQL). And in
+// Fastify (dashboard.node on the hijacked raw request, with the body Fastify parsed), by fetch.
 import type { AddressInfo } from 'node:net'
 import { serve as honoServe } from '@hono/node-server'
 import { DIALECTS } from '@outboxkit/conformance'
 import { createDashboard } from '@outboxkit/dashboard'
 import express from 'express'
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import { Hono } from 'hono'
 import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
@@ -122,5 +124,53 @@ describe.each(DIALECTS.slice(0, 1))('%s', (dialect) => {
       })
     }
     await page.close()
+  })
+
+  test('Fastify: dashboard.node on reply.raw, the body Fastify parsed passed on; bulk Discard by fetch', async () => {
+    const dashboard = createDashboard({
+      outbox: db.outbox,
+      backend: db.backend,
+      basePath: '/admin',
+      authorize: () => true,
+    })
+    const app = Fastify()
+    const handler = (req: FastifyRequest, reply: FastifyReply) => {
+      reply.hijack()
+      dashboard.node(Object.assign(req.raw, { body: req.body }), reply.raw)
+    }
+    app.all('/admin', handler)
+    app.all('/admin/*', handler)
+    const url = await app.listen({ port: 0, host: '127.0.0.1' })
+    closers.push(() => app.close())
+    expect((await fetch(`${url}/admin`)).headers.get('content-type')).toMatch(/^text\/html/)
+    const [fz] = await db.sql.insert(db.outbox.table.name, [
+      {
+        topic: 'billing',
+        key: 'fast-1',
+        state: 'dead',
+        attempts: 2,
+        lastError: 'declined',
+        availableInMs: -500,
+      },
+    ])
+    const stats = (await (await fetch(`${url}/admin/api/stats`)).json()) as { dead: number }
+    expect(stats.dead).toBe(1)
+    const post = (body: unknown) =>
+      fetch(`${url}/admin/api/dead/discard`, {
+        method: 'POST',
+        headers: { origin: url, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
+    const stale = await post({ topic: 'billing', expected: 5 })
+    expect(stale.status).toBe(409)
+    expect(((await stale.json()) as { matching: number }).matching).toBe(1)
+    expect(await (await post({ q: 'fast-1', expected: 1 })).json()).toEqual({ matching: 1, discarded: 1 })
+    expect(await db.sql.row(db.outbox.table.name, fz!)).toBeUndefined()
+    const cross = await fetch(`${url}/admin/api/dead/${ids.a}/discard`, {
+      method: 'POST',
+      headers: { origin: 'https://evil.example' },
+    })
+    expect(cross.status).toBe(403)
+    expect((await db.sql.row(db.outbox.table.name, ids.a!))?.state).toBe('pending')
   })
 })
