@@ -14,7 +14,7 @@ export type BlockProblem = string
 const VIRTUAL_DIR = join(repoRoot, 'packages', 'docs', '.blocks')
 
 /** The compiler options of the root tsconfig.json (strict, NodeNext, the workspace's paths). */
-function rootCompilerOptions(): ts.CompilerOptions {
+export function rootCompilerOptions(): ts.CompilerOptions {
   const parsed = ts.getParsedCommandLineOfConfigFile(
     join(repoRoot, 'tsconfig.json'),
     {},
