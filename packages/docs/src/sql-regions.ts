@@ -1,4 +1,4 @@
-// The SQL that docs/how-it-works.md and docs/ordering.md show, rendered from the statement
+// The SQL that docs/how-it-works.md, docs/ordering.md and docs/adapters/postgres-js.md show, rendered from the statement
 // builders of packages/core (PostgreSQL, for a default outbox: `defineOutbox()`, table "outbox"),
 // into marked regions of the pages:
 //
@@ -10,7 +10,7 @@
 //
 // `pnpm docs:sql` rewrites the regions; test/sql-regions.test.ts fails when a page differs.
 import { defineOutbox, outboxDdl } from '@outboxkit/core'
-import { postgresStatements } from '@outboxkit/core/adapter'
+import { POSTGRES_TRANSACTION_MARKER, postgresStatements } from '@outboxkit/core/adapter'
 
 /** The statements a page may show, by region name. */
 export function renderedStatements(): Record<string, string> {
@@ -26,6 +26,8 @@ export function renderedStatements(): Record<string, string> {
       .join(';\n')};`,
     publishOne: sql.publishOne,
     publishOnePlain: sql.publishOnePlain,
+    transactionMarker: POSTGRES_TRANSACTION_MARKER,
+    publishOneGuardedPlain: sql.publishOneGuardedPlain,
     publishManyOrdered: sql.publishManyOrdered,
     claim: sql.claim,
     claimOrdered: sql.claimOrdered,
@@ -39,6 +41,7 @@ export function renderedStatements(): Record<string, string> {
 export const SQL_PAGES: Readonly<Record<string, readonly string[]>> = {
   'docs/how-it-works.md': ['ddl', 'publishOne', 'publishOnePlain', 'claim', 'settle', 'settleDelivered'],
   'docs/ordering.md': ['publishManyOrdered', 'claimOrdered', 'ddl-ordered'],
+  'docs/adapters/postgres-js.md': ['transactionMarker', 'publishOneGuardedPlain'],
 }
 
 const REGION = /<!-- sql:([\w-]+) -->\n[\s\S]*?<!-- \/sql -->/g
