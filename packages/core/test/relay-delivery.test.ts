@@ -153,8 +153,16 @@ describe.each(DIALECTS)('%s', (dialect) => {
       const outbox = await h.outbox('two')
       const calls = new Map<string, string[]>()
       const errors: unknown[] = []
+      // Each relay's handlers hold until both relays have claimed something: the first relay to poll
+      // cannot drain all 500 before the other's poll comes round (its slots are full), so the claims
+      // are disjoint by construction, not by timing.
+      const seenBy = new Set<string>()
+      const bothClaimed = deferred()
       const handler = (name: string) => async (m: DeliveredMessage) => {
         calls.set(m.id, [...(calls.get(m.id) ?? []), name])
+        seenBy.add(name)
+        if (seenBy.size === 2) bothClaimed.resolve()
+        await bothClaimed.promise
         await new Promise((r) => setImmediate(r))
       }
       const relays = (['a', 'b'] as const).map((name) => {

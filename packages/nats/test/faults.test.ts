@@ -5,6 +5,7 @@
 import { type JetStreamClient, jetstream } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import {
+  deferred,
   deliveredMessage,
   expectOutboxError,
   nextEvent,
@@ -102,35 +103,49 @@ describe('a relay through cuts and freezes', () => {
     try {
       const items = Array.from({ length: 120 }, (_, i) => ({ key: `k${i % 4}`, payload: { i } }))
       const committed = await db.commit('order.created', items)
+      // The forwards hold at 20 and at 50 stored until the test has cut (then frozen) the path, so
+      // each fault meets messages still to forward however fast the relay drains.
+      const afterCut = deferred()
+      const afterFreeze = deferred()
+      const forward = forwarder()
+      let stored = 0
+      const gatedForward: typeof forward = async (message, context) => {
+        if (stored >= 20) await afterCut.promise
+        if (stored >= 50) await afterFreeze.promise
+        await forward(message, context)
+        stored++
+      }
       relay = createRelay(db.outbox, {
         backend: db.backend,
-        handlers: { 'order.created': forwarder() },
+        handlers: { 'order.created': gatedForward },
         concurrency: 8,
         batchSize: 10,
         pollIntervalMs: 50,
         retry: { baseMs: 20, maxMs: 300 },
         maxAttempts: 1_000,
       })
-      const stored = (n: number) =>
+      const inStream = (n: number) =>
         waitFor(async () => ((await stream.records()).length >= n ? true : undefined), {
           timeoutMs: 30_000,
           what: `${n} messages in the stream`,
         })
       await relay.start()
-      await stored(20)
+      await inStream(20)
       const cutRetried = nextEvent(relay, 'retried', { timeoutMs: 15_000 })
       proxy.cut({ refuse: true })
+      afterCut.resolve()
       await cutRetried
       proxy.heal()
-      await stored(50)
+      await inStream(50)
       const frozenRetried = nextEvent(relay, 'retried', {
         timeoutMs: 15_000,
         where: (e) => (e.error as { code?: string }).code === 'TIMEOUT',
       })
       proxy.pause()
+      afterFreeze.resolve()
       await frozenRetried
       proxy.resume()
-      await stored(committed.length)
+      await inStream(committed.length)
       await waitFor(async () => (relay!.stats.delivered >= committed.length ? true : undefined), {
         timeoutMs: 30_000,
         what: 'every message settled as delivered',
