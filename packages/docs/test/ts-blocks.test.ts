@@ -1,4 +1,4 @@
-// Every ```ts block of the documentation (README.md, docs/, the packages' READMEs) type-checks
+// Every ```ts block of the documentation (README.md, docs/, the packages' and examples' READMEs) type-checks
 // against the workspace packages, strict: a renamed option or field fails here, not in a reader's
 // editor. Fragments take what they use from their page's `<!-- ts-preamble ... -->` comment;
 // ```ts ignore blocks (pseudo-code) are not checked and are listed below.
@@ -35,7 +35,9 @@ let problems: string[] = []
 
 beforeAll(() => {
   // docs/reference/ shows signatures, generated from the type-checked sources (reference.test.ts).
-  const pages = markdownFiles().filter((file) => !relative(repoRoot, file).startsWith(`${REFERENCE_DIR}/`))
+  const pages = markdownFiles({ examples: true }).filter(
+    (file) => !relative(repoRoot, file).startsWith(`${REFERENCE_DIR}/`),
+  )
   realBlocks = pages.flatMap((file) => tsBlocks(relative(repoRoot, file), readFileSync(file, 'utf8')))
   problems = checkTsBlocks([...realBlocks, ...tsBlocks('planted.md', planted)])
 }, 240_000)
