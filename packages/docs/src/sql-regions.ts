@@ -39,7 +39,15 @@ export function renderedStatements(): Record<string, string> {
 
 /** The pages with SQL regions, and the regions each must have. */
 export const SQL_PAGES: Readonly<Record<string, readonly string[]>> = {
-  'docs/how-it-works.md': ['ddl', 'publishOne', 'publishOnePlain', 'claim', 'settle', 'settleDelivered'],
+  'docs/how-it-works.md': [
+    'ddl',
+    'publishOne',
+    'publishOnePlain',
+    'claim',
+    'settle',
+    'settleDelivered',
+    'extendLease',
+  ],
   'docs/ordering.md': ['publishManyOrdered', 'claimOrdered', 'ddl-ordered'],
   'docs/adapters/postgres-js.md': ['transactionMarker', 'publishOneGuardedPlain'],
 }
