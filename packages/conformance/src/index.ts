@@ -31,6 +31,16 @@ export {
   runForwarderConformance,
 } from './forwarder-suite.js'
 // The test kit: helpers every package's tests share.
+export { type BrokerCrashOptions, type BrokerCrashReport, runBrokerCrash } from './kit/broker-crash.js'
+export {
+  type BrokerLedgerVerdict,
+  type BrokerRecord,
+  brokerLedgerVerdict,
+  type LedgerMessage,
+  type ProducedLedger,
+  type ProduceKeyedOptions,
+  produceKeyed,
+} from './kit/broker-ledger.js'
 export { collect, type NextEventOptions, nextEvent } from './kit/events.js'
 export { inspectedBy, type RowsQueryable, rowsInspector } from './kit/inspectors.js'
 export { expectProbeHeardOnlyDirectly, type ProbeCheck, type ProbedSubscription } from './kit/listen-probe.js'
@@ -66,6 +76,7 @@ export {
   type RefusalExpectation,
   type UnawaitedPublish,
 } from './kit/refusals.js'
+export type { ForwarderModule, RelayChildConfig } from './kit/relay-child.js'
 export { type FixtureOutboxOptions, messages, RelayFixture, tableSql } from './kit/relay-fixture.js'
 export { type ClaimedAttempt, settleDelivered } from './kit/settlements.js'
 export { removeSqliteFile, tempSqliteFile } from './kit/sqlite-files.js'
