@@ -30,7 +30,6 @@ export {
   type ReceivedRecord,
   runForwarderConformance,
 } from './forwarder-suite.js'
-// The test kit: helpers every package's tests share.
 export { type BrokerCrashOptions, type BrokerCrashReport, runBrokerCrash } from './kit/broker-crash.js'
 export {
   type BrokerLedgerVerdict,
@@ -41,6 +40,8 @@ export {
   type ProduceKeyedOptions,
   produceKeyed,
 } from './kit/broker-ledger.js'
+// The test kit: helpers every package's tests share.
+export { countedHandler, type HandlerCounts } from './kit/counted-handler.js'
 export { collect, type NextEventOptions, nextEvent } from './kit/events.js'
 export { inspectedBy, type RowsQueryable, rowsInspector } from './kit/inspectors.js'
 export { expectProbeHeardOnlyDirectly, type ProbeCheck, type ProbedSubscription } from './kit/listen-probe.js'
@@ -55,6 +56,7 @@ export {
   settle,
   thrown,
 } from './kit/outcomes.js'
+export { type Committed, createPgOutbox, type PgOutbox } from './kit/pg-outbox.js'
 export {
   type DirectListenCheck,
   expectPollingWhenUnheard,
@@ -78,6 +80,12 @@ export {
 } from './kit/refusals.js'
 export type { ForwarderModule, RelayChildConfig } from './kit/relay-child.js'
 export { type FixtureOutboxOptions, messages, RelayFixture, tableSql } from './kit/relay-fixture.js'
+export {
+  freePort,
+  portAccepts,
+  type ServerProcess,
+  startServerProcess,
+} from './kit/server-process.js'
 export { type ClaimedAttempt, settleDelivered } from './kit/settlements.js'
 export { removeSqliteFile, tempSqliteFile } from './kit/sqlite-files.js'
 export {
