@@ -2,16 +2,20 @@
 // defaults draining the outbox backlog into the broker through the outboxkit forwarder, and the
 // bare client publishing the same number of messages with confirmations, `window` at a time.
 import { randomUUID } from 'node:crypto'
-import { createRelay, defineOutbox } from '@outboxkit/core'
+import { createRelay, defineOutbox, type Handler } from '@outboxkit/core'
 import { pgBackend } from '@outboxkit/pg'
 import { withProfile } from '../profiler.js'
 import { waitUntil } from '../stats.js'
 import { OUTBOX_TABLE, payloadFor, TOPIC } from '../workload.js'
 import { type BareMessage, type BrokerName, openTarget } from './forward-brokers.js'
 
+/** The contenders of the forward scenario. */
+export type ForwardContender = 'relay' | 'noop' | 'bare'
+
 /** One job of the forward scenario. */
 export interface ForwardJobSpec {
-  contender: 'relay' | 'bare'
+  /** relay: through the forwarder; noop: the same relay with a no-op handler (no broker); bare: the client alone. */
+  contender: ForwardContender
   broker: BrokerName
   /** The bench database (the relay drains its backlog). */
   url: string
@@ -53,6 +57,12 @@ async function timed(spec: ForwardJobSpec, run: () => Promise<number>, stored: (
 
 /** Runs one contender against its own broker target, removed at the end. */
 export async function runForwardJob(spec: ForwardJobSpec): Promise<ForwardJobResult> {
+  if (spec.contender === 'noop')
+    return drain(
+      spec,
+      () => {},
+      async () => spec.count,
+    )
   const target = await openTarget(spec.broker, `okbench_${process.pid}_${spec.contender}`)
   try {
     if (spec.contender === 'bare') {
@@ -75,23 +85,28 @@ export async function runForwardJob(spec: ForwardJobSpec): Promise<ForwardJobRes
         async () => (await target.stored()) - 1,
       )
     }
-    const outbox = defineOutbox({ table: OUTBOX_TABLE })
-    const backend = pgBackend({ connectionString: spec.url })
-    const relay = createRelay(outbox, { backend, handlers: { [TOPIC]: target.forwarder() } })
-    // Warm the pool outside the timed section, as the bare client warms its connection.
-    await backend.claim({ table: outbox.table, topics: ['warm-up'], limit: 1, leaseMs: 1, maxAttempts: 1 })
-    const result = await timed(
-      spec,
-      async () => {
-        await relay.start()
-        await waitUntil('the forward drain', () => relay.stats.delivered >= spec.count, 600_000, 2)
-        return relay.stats.delivered
-      },
-      () => target.stored(),
-    )
-    await relay.stop()
-    return result
+    return await drain(spec, target.forwarder(), () => target.stored())
   } finally {
     await target.close()
   }
+}
+
+/** The relay on defaults draining the backlog with `handler`, timed to the last delivered settle. */
+async function drain(spec: ForwardJobSpec, handler: Handler, stored: () => Promise<number>) {
+  const outbox = defineOutbox({ table: OUTBOX_TABLE })
+  const backend = pgBackend({ connectionString: spec.url })
+  const relay = createRelay(outbox, { backend, handlers: { [TOPIC]: handler } })
+  // Warm the pool outside the timed section, as the bare client warms its connection.
+  await backend.claim({ table: outbox.table, topics: ['warm-up'], limit: 1, leaseMs: 1, maxAttempts: 1 })
+  const result = await timed(
+    spec,
+    async () => {
+      await relay.start()
+      await waitUntil('the forward drain', () => relay.stats.delivered >= spec.count, 600_000, 2)
+      return relay.stats.delivered
+    },
+    stored,
+  )
+  await relay.stop()
+  return result
 }

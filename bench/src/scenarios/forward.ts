@@ -1,13 +1,14 @@
 // Scenario 10: the forwarders against the bare broker clients. For each broker, a relay on its
 // defaults drains an outbox backlog into the broker through the outboxkit forwarder, and the
 // bare client publishes as many messages with confirmations; side by side in one run, each in
-// its own child process, in an order alternated every round, the ratio taken within the round.
+// its own child process, in an order rotated every round; a relay with a no-op handler runs
+// alongside, the database side's own limit, the ratio taken within the round.
 import { runChild } from '../child-runner.js'
 import { loadOutboxBacklog, resetOutbox } from '../contenders/outboxkit.js'
 import { loadAverage } from '../machine.js'
 import { median, round } from '../stats.js'
 import { BROKERS, type BrokerName } from './forward-brokers.js'
-import type { ForwardJobResult, ForwardJobSpec } from './forward-job.js'
+import type { ForwardContender, ForwardJobResult, ForwardJobSpec } from './forward-job.js'
 
 /** Sizes of scenario 10. */
 export interface ForwardOptions {
@@ -26,20 +27,25 @@ export interface ForwardBrokerResult {
   broker: BrokerName
   relay: ForwardJobResult[]
   bare: ForwardJobResult[]
+  /** The same relay with a no-op handler: the database side's own limit in this round. */
+  noop: ForwardJobResult[]
   /** relay msg/s / bare msg/s, per round. */
   ratios: number[]
   median: number
+  /** relay msg/s / no-op relay msg/s, per round: what forwarding costs the drain. */
+  vsNoop: number[]
+  medianVsNoop: number
 }
 
 /** Scenario 10's result (bench/results/*.json `forward`). */
 export interface ForwardResult {
   options: ForwardOptions
-  order: { round: number; broker: BrokerName; load: number; ran: ('relay' | 'bare')[] }[]
+  order: { round: number; broker: BrokerName; load: number; ran: ForwardContender[] }[]
   brokers: ForwardBrokerResult[]
 }
 
 async function runOne(spec: ForwardJobSpec): Promise<ForwardJobResult> {
-  if (spec.contender === 'relay') {
+  if (spec.contender !== 'bare') {
     await resetOutbox(spec.url)
     await loadOutboxBacklog(spec.url, spec.count)
   }
@@ -57,9 +63,19 @@ export async function runForwardScenario(
 ): Promise<ForwardResult> {
   const result: ForwardResult = { options: o, order: [], brokers: [] }
   for (const broker of o.brokers) {
-    const b: ForwardBrokerResult = { broker, relay: [], bare: [], ratios: [], median: 0 }
+    const b: ForwardBrokerResult = {
+      broker,
+      relay: [],
+      bare: [],
+      noop: [],
+      ratios: [],
+      median: 0,
+      vsNoop: [],
+      medianVsNoop: 0,
+    }
     for (let r = 0; r < o.rounds; r++) {
-      const ran: ('relay' | 'bare')[] = r % 2 === 0 ? ['relay', 'bare'] : ['bare', 'relay']
+      const all: ForwardContender[] = ['relay', 'bare', 'noop']
+      const ran = all.map((_, i) => all[(i + r) % all.length]!)
       result.order.push({ round: r + 1, broker, load: loadAverage()[0], ran })
       for (const contender of ran) {
         const profileFile =
@@ -75,9 +91,13 @@ export async function runForwardScenario(
         )
       }
       b.ratios.push(round(b.relay[r]!.perSecond / b.bare[r]!.perSecond, 3))
+      b.vsNoop.push(round(b.relay[r]!.perSecond / b.noop[r]!.perSecond, 3))
     }
     b.median = round(median(b.ratios), 3)
-    log(`  ${broker}: relay / bare ${b.median}x (per round ${b.ratios.join(', ')})`)
+    b.medianVsNoop = round(median(b.vsNoop), 3)
+    log(
+      `  ${broker}: relay / bare ${b.median}x (per round ${b.ratios.join(', ')}); relay / no-op relay ${b.medianVsNoop}x (${b.vsNoop.join(', ')})`,
+    )
     result.brokers.push(b)
   }
   return result
