@@ -35,6 +35,9 @@ export interface BenchConfig {
   poolerPublishDurationMs: number
   poolerPublishWarmupMs: number
   poolerBacklog: number
+  /** Scenario 10 (forward): messages per contender and broker, and rounds. */
+  forwardCount: number
+  forwardRounds: number
 }
 
 /** `pnpm bench --quick` (a few minutes) or the full run. */
@@ -71,6 +74,8 @@ export function benchConfig(quick: boolean): BenchConfig {
         poolerPublishDurationMs: 3_000,
         poolerPublishWarmupMs: 500,
         poolerBacklog: 20_000,
+        forwardCount: 20_000,
+        forwardRounds: 1,
       }
     : {
         mode: 'full',
@@ -103,5 +108,7 @@ export function benchConfig(quick: boolean): BenchConfig {
         poolerPublishDurationMs: 10_000,
         poolerPublishWarmupMs: 1_000,
         poolerBacklog: 50_000,
+        forwardCount: 100_000,
+        forwardRounds: 2,
       }
 }

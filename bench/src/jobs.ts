@@ -2,6 +2,7 @@ import type { GraphileSettings } from './contenders/graphile.js'
 import type { BenchRelayOptions, OutboxkitDriver } from './contenders/outboxkit.js'
 import type { BossSettings } from './contenders/pg-boss.js'
 import type { BackendsJobSpec } from './scenarios/backends-job.js'
+import type { ForwardJobSpec } from './scenarios/forward-job.js'
 import type { OrderingJobSpec } from './scenarios/ordering-job.js'
 
 /** Every unit of work the bench runs in a child process. Modules load lazily per kind. */
@@ -48,6 +49,7 @@ export type Job =
     }
   | { kind: 'ordering'; spec: OrderingJobSpec }
   | { kind: 'backends'; spec: BackendsJobSpec }
+  | { kind: 'forward'; spec: ForwardJobSpec }
 
 /** The transaction shapes of the publish scenario. */
 export type PublishVariant =
@@ -90,6 +92,8 @@ export async function runJob(job: Job, progress: (data: unknown) => void): Promi
       return (await import('./scenarios/ordering-job.js')).runOrderingJob(job.spec, progress)
     case 'backends':
       return (await import('./scenarios/backends-job.js')).runBackendsJob(job.spec, progress)
+    case 'forward':
+      return (await import('./scenarios/forward-job.js')).runForwardJob(job.spec)
     default:
       throw new Error(`bench: unknown job ${JSON.stringify(job)}`)
   }

@@ -8,6 +8,7 @@ import { renderDrainSvg, renderLatencySvg } from './report/svg.js'
 import type { BenchResults } from './results.js'
 import { runBackendsScenario } from './scenarios/backends.js'
 import { RELAY_DEFAULTS, runDrain } from './scenarios/drain.js'
+import { BROKERS, runForwardScenario } from './scenarios/forward.js'
 import { runGrowthScenario } from './scenarios/growth.js'
 import { runLatencyScenario } from './scenarios/latency.js'
 import { runMixedScenario } from './scenarios/mixed.js'
@@ -21,6 +22,15 @@ const onlyArg = args.find((a) => a.startsWith('--only='))
 const only = onlyArg ? new Set(onlyArg.slice('--only='.length).split(',')) : undefined
 const outArg = args.find((a) => a.startsWith('--out='))
 const config = benchConfig(quick)
+// --forward-count=N, --forward-rounds=N, --brokers=nats,redis: scenario 10 smaller, or on some brokers.
+const numberArg = (name: string) => {
+  const a = args.find((x) => x.startsWith(`--${name}=`))
+  return a ? Number(a.slice(name.length + 3)) : undefined
+}
+config.forwardCount = numberArg('forward-count') ?? config.forwardCount
+config.forwardRounds = numberArg('forward-rounds') ?? config.forwardRounds
+const brokersArg = args.find((a) => a.startsWith('--brokers='))
+const profileArg = args.find((a) => a.startsWith('--forward-profile='))
 const wants = (s: string) => !only || only.has(s)
 const log = (line: string) => console.log(line)
 
@@ -41,7 +51,7 @@ const results: BenchResults = {
     config,
     scenarios: only
       ? [...only]
-      : ['drain', 'publish', 'latency', 'mixed', 'growth', 'ordering', 'backends', 'pooler'],
+      : ['drain', 'publish', 'latency', 'mixed', 'growth', 'ordering', 'backends', 'pooler', 'forward'],
   },
 }
 log(
@@ -165,6 +175,23 @@ if (wants('pooler')) {
       publishDurationMs: config.poolerPublishDurationMs,
       publishWarmupMs: config.poolerPublishWarmupMs,
       backlog: config.poolerBacklog,
+    },
+    log,
+  )
+}
+if (wants('forward')) {
+  const brokers = brokersArg ? (brokersArg.slice('--brokers='.length).split(',') as typeof BROKERS) : BROKERS
+  log(
+    `\n10. forwarders: ${config.forwardCount.toLocaleString('en')} messages into ${brokers.join(', ')}, relay on defaults vs the bare client, ${config.forwardRounds} round(s)`,
+  )
+  results.forward = await runForwardScenario(
+    url,
+    {
+      count: config.forwardCount,
+      rounds: config.forwardRounds,
+      window: numberArg('forward-window') ?? 1_000,
+      brokers,
+      ...(profileArg ? { profileDir: profileArg.slice('--forward-profile='.length) } : {}),
     },
     log,
   )

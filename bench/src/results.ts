@@ -2,6 +2,7 @@ import type { BenchConfig } from './config.js'
 import type { MachineInfo } from './machine.js'
 import type { BackendsResult } from './scenarios/backends.js'
 import type { DrainRow } from './scenarios/drain.js'
+import type { ForwardResult } from './scenarios/forward.js'
 import type { ClaimCost, MemoryResult } from './scenarios/growth.js'
 import type { LatencyResult } from './scenarios/latency-job.js'
 import type { MixedResult } from './scenarios/mixed.js'
@@ -31,4 +32,5 @@ export interface BenchResults {
   ordering?: OrderingResult
   backends?: BackendsResult
   pooler?: PoolerResult
+  forward?: ForwardResult
 }

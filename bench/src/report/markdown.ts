@@ -1,6 +1,7 @@
 import type { BenchResults } from '../results.js'
 import type { OrderingDrainRun } from '../scenarios/ordering.js'
 import { round } from '../stats.js'
+import { renderForwardMarkdown } from './forward-markdown.js'
 import { renderPoolerMarkdown } from './pooler-markdown.js'
 import { checkTargets } from './targets.js'
 
@@ -206,6 +207,7 @@ export function renderMarkdown(r: BenchResults): string {
     out.push('', ...servers.map((row) => `- ${row.label}: ${row.server || row.skipped || 'n/a'}`))
   }
   if (r.pooler) out.push('', ...renderPoolerMarkdown(r.pooler))
+  if (r.forward) out.push('', ...renderForwardMarkdown(r.forward))
   const checks = checkTargets(r)
   if (checks.length) {
     out.push('', '## Targets of issue 5 on this run', '')

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { isOutboxError } from '@outboxkit/core'
 import type { Command } from './command.js'
+import { blockedCommand } from './commands/blocked.js'
 import { dashboardCommand } from './commands/dashboard.js'
 import { deadListCommand, discardCommand, redriveCommand } from './commands/dead.js'
 import { migrateCommand, sqlCommand } from './commands/migrate.js'
@@ -30,6 +31,7 @@ export const commands: readonly Command[] = [
   sqlCommand,
   statsCommand,
   deadListCommand,
+  blockedCommand,
   redriveCommand,
   discardCommand,
   purgeCommand,
@@ -172,7 +174,7 @@ function notACommand(argv: string[], io: CliIo, fail: Fail): number {
   }
   if (argv[1] === '--help' || argv[1] === '-h') {
     const deadCommands = commands.filter(
-      (c) => c.name.startsWith('dead ') || c.name === 'redrive' || c.name === 'discard' || c.name === 'purge',
+      (c) => c.name.startsWith('dead ') || ['blocked', 'redrive', 'discard', 'purge'].includes(c.name),
     )
     io.stdout(`Dead-letter commands:\n\n${deadCommands.map((c) => `  ${c.usage}`).join('\n')}`)
     return EXIT.ok

@@ -123,7 +123,7 @@ describe('outboxkit CLI: help and usage errors (exit 2)', () => {
       expect(r.stdout).toContain('Exit codes: 0 ok, 1 operational error')
     }
     expect(runs[0]!.stdout).toMatch(
-      /Commands:\n {2}migrate .*\n {2}sql .*\n {2}stats .*\n {2}dead list .*\n {2}redrive .*\n {2}discard .*\n {2}purge /,
+      /Commands:\n {2}migrate .*\n {2}sql .*\n {2}stats .*\n {2}dead list .*\n {2}blocked .*\n {2}redrive .*\n {2}discard .*\n {2}purge /,
     )
     expect(runs[5]!.stdout).toMatch(
       /^outboxkit redrive \(--id <id>\.\.\. \| --topic <topic>\.\.\. \| --all\)/,
@@ -260,6 +260,77 @@ describe('outboxkit CLI against PostgreSQL', () => {
       { topic: 'sms.send', state: 'pending' },
     ])
     expect(json(await cli(['dead', 'list', '--table', name, '--json']))).toEqual([])
+  })
+
+  test('blocked lists the keys of ordered topics held back by their head (human and --json)', async () => {
+    const name = uniqueTableName('cli_blocked')
+    tables.push(name)
+    const outbox = defineOutbox({
+      table: name,
+      orderedTopics: ['ledger.entry', { topic: 'email.send', onDeadLetter: 'continue' }],
+    })
+    expect((await cli(['migrate', '--table', name])).code).toBe(0)
+    const client = await pool.connect()
+    try {
+      await client.query('BEGIN')
+      await publishMany(outbox, client, [
+        ...[1, 2, 3].map((n) => ({ topic: 'ledger.entry', key: 'acct-1', payload: { n } })),
+        ...[1, 2].map((n) => ({ topic: 'email.send', key: 'mail-1', payload: { n } })),
+        ...[1, 2].map((n) => ({ topic: 'ledger.entry', key: 'acct-2', payload: { n } })),
+        { topic: 'ledger.entry', key: 'acct-3', payload: { n: 1 } },
+      ])
+      await client.query('COMMIT')
+    } finally {
+      client.release()
+    }
+    // Each key's head (lowest seq): acct-1 and mail-1 dead, acct-2 retrying in an hour, acct-3 due.
+    const head = (key: string) => `id = (SELECT id FROM "${name}" WHERE key = '${key}' ORDER BY seq LIMIT 1)`
+    await pool.query(
+      `UPDATE "${name}" SET state = 'dead', attempts = 10, last_error = 'ledger down' WHERE ${head('acct-1')} OR ${head('mail-1')}`,
+    )
+    await pool.query(
+      `UPDATE "${name}" SET attempts = 1, last_error = 'timeout', available_at = now() + interval '1 hour' WHERE ${head('acct-2')}`,
+    )
+    const { rows: heads } = await pool.query<{ key: string; id: string }>(
+      `SELECT DISTINCT ON (key) key, id::text FROM "${name}" ORDER BY key, seq`,
+    )
+    const headId = Object.fromEntries(heads.map((r) => [r.key, r.id]))
+
+    const dead = json(await cli(['blocked', '--table', name, '--json']))
+    expect(
+      dead.map((k: { key: string; reason: string; waiting: number }) => [k.key, k.reason, k.waiting]),
+    ).toEqual([
+      ['acct-1', 'dead', 2],
+      ['mail-1', 'dead', 1],
+    ])
+    expect(dead[0].head).toMatchObject({
+      id: headId['acct-1'],
+      topic: 'ledger.entry',
+      attempts: 10,
+      lastError: 'ledger down',
+    })
+
+    const continued = json(
+      await cli(['blocked', '--table', name, '--continue-topic', 'email.send', '--retrying', '--json']),
+    )
+    expect(continued.map((k: { key: string; reason: string }) => [k.key, k.reason])).toEqual([
+      ['acct-1', 'dead'],
+      ['acct-2', 'retrying'],
+    ])
+    const paged = json(await cli(['blocked', '--table', name, '--limit', '1', '--after', 'acct-1', '--json']))
+    expect(paged.map((k: { key: string }) => k.key)).toEqual(['mail-1'])
+
+    const human = await cli(['blocked', '--table', name, '--topic', 'ledger.entry'])
+    expect(human).toMatchObject({ code: 0, stderr: '' })
+    expect(human.stdout).toContain(`1 blocked key(s) in ${name}:`)
+    expect(human.stdout).toMatch(
+      new RegExp(`acct-1\\s+dead\\s+2\\s+${headId['acct-1']}\\s+ledger\\.entry\\s+10\\s`),
+    )
+    expect(human.stdout).toContain('ledger down')
+
+    expect(await cli(['redrive', '--table', name, '--id', headId['acct-1']!])).toMatchObject({ code: 0 })
+    expect(json(await cli(['blocked', '--table', name, '--topic', 'ledger.entry', '--json']))).toEqual([])
+    expect((await cli(['blocked', '--table', name, '--limit', '0'])).code).toBe(2)
   })
 
   test('sql prints the DDL without a database; OUTBOX_TABLE is the default table', async () => {

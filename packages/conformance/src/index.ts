@@ -30,7 +30,18 @@ export {
   type ReceivedRecord,
   runForwarderConformance,
 } from './forwarder-suite.js'
+export { type BrokerCrashOptions, type BrokerCrashReport, runBrokerCrash } from './kit/broker-crash.js'
+export {
+  type BrokerLedgerVerdict,
+  type BrokerRecord,
+  brokerLedgerVerdict,
+  type LedgerMessage,
+  type ProducedLedger,
+  type ProduceKeyedOptions,
+  produceKeyed,
+} from './kit/broker-ledger.js'
 // The test kit: helpers every package's tests share.
+export { countedHandler, type HandlerCounts } from './kit/counted-handler.js'
 export { collect, type NextEventOptions, nextEvent } from './kit/events.js'
 export { inspectedBy, type RowsQueryable, rowsInspector } from './kit/inspectors.js'
 export { expectProbeHeardOnlyDirectly, type ProbeCheck, type ProbedSubscription } from './kit/listen-probe.js'
@@ -45,6 +56,7 @@ export {
   settle,
   thrown,
 } from './kit/outcomes.js'
+export { type Committed, createPgOutbox, type PgOutbox } from './kit/pg-outbox.js'
 export {
   type DirectListenCheck,
   expectPollingWhenUnheard,
@@ -66,7 +78,14 @@ export {
   type RefusalExpectation,
   type UnawaitedPublish,
 } from './kit/refusals.js'
+export type { ForwarderModule, RelayChildConfig } from './kit/relay-child.js'
 export { type FixtureOutboxOptions, messages, RelayFixture, tableSql } from './kit/relay-fixture.js'
+export {
+  freePort,
+  portAccepts,
+  type ServerProcess,
+  startServerProcess,
+} from './kit/server-process.js'
 export { type ClaimedAttempt, settleDelivered } from './kit/settlements.js'
 export { removeSqliteFile, tempSqliteFile } from './kit/sqlite-files.js'
 export {

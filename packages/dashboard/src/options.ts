@@ -8,7 +8,8 @@ export interface DashboardOptions {
   backend: OutboxBackend
   /**
    * Where the dashboard is mounted: the page at `basePath`, the API at `{basePath}/api/...`.
-   * Starts with `/`, no trailing slash (`'/outbox'`). Default `''`: the root.
+   * Starts with `/`, no trailing slash (`'/outbox'`).
+   * @defaultValue `''` (the root)
    */
   basePath?: string
   /**
@@ -16,11 +17,13 @@ export interface DashboardOptions {
    * every POST answers 403 and changes nothing. It is asked for every POST, and for every page
    * and `GET /api/stats` to tell the page whether to show the buttons (the server enforces it
    * either way). Reads are not gated by it: mount the dashboard behind your own authentication.
+   * @defaultValue none: read-only
    */
   authorize?: (request: Request) => boolean | Promise<boolean>
   /**
    * Origins, besides the dashboard's own, whose POSTs are accepted (e.g. `'https://admin.example.com'`
-   * behind a proxy that rewrites the Host). Default none.
+   * behind a proxy that rewrites the Host).
+   * @defaultValue none: only the dashboard's own origin
    */
   allowedOrigins?: readonly string[]
 }

@@ -1,31 +1,11 @@
 // Every relative link in the documentation (README.md, docs/, the packages' and examples' READMEs)
 // points at a file that exists, and every #anchor at a heading of that file, as GitHub renders it.
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
-import { dirname, join, relative, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { existsSync, readFileSync } from 'node:fs'
+import { dirname, relative, resolve } from 'node:path'
 import { expect, test } from 'vitest'
+import { markdownFiles, repoRoot } from '../src/markdown-files.js'
 
-const root = fileURLToPath(new URL('../../../', import.meta.url))
-
-/** The Markdown files of the documentation. */
-function markdownFiles(): string[] {
-  const files = [join(root, 'README.md')]
-  const walk = (dir: string) => {
-    for (const name of readdirSync(dir)) {
-      const path = join(dir, name)
-      if (statSync(path).isDirectory()) walk(path)
-      else if (name.endsWith('.md')) files.push(path)
-    }
-  }
-  walk(join(root, 'docs'))
-  for (const parent of ['packages', 'examples']) {
-    for (const name of readdirSync(join(root, parent))) {
-      const readme = join(root, parent, name, 'README.md')
-      if (existsSync(readme)) files.push(readme)
-    }
-  }
-  return files
-}
+const root = repoRoot
 
 /**
  * The anchors of `markdown` as GitHub renders it: each heading's (lowercase, punctuation dropped,
@@ -94,7 +74,7 @@ function brokenLinks(file: string): string[] {
 }
 
 test('every relative link in the documentation points at a file, and every anchor at a heading', () => {
-  const files = markdownFiles()
+  const files = markdownFiles({ examples: true })
   expect(files.length).toBeGreaterThan(10)
   expect(files.flatMap(brokenLinks)).toEqual([])
 })

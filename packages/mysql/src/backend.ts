@@ -10,7 +10,9 @@ export interface MysqlBackendCommonOptions {
    * unreachable server then fails the claim or settle with `OutboxError('TIMEOUT')` within this
    * bound (the relay backs off and retries) instead of hanging until the OS gives up on TCP. The
    * connection of a statement that timed out is destroyed, never returned to the pool (the
-   * server rolls its transaction back). Recommended. Default: none.
+   * server rolls its transaction back). Recommended.
+   *
+   * @defaultValue none: no bound
    */
   commandTimeoutMs?: number
 }

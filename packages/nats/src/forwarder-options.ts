@@ -12,12 +12,16 @@ export interface JetStreamForwarderOptions {
   subject: SubjectOption
   /**
    * How long to wait for the PubAck before the handler rejects with `TIMEOUT` (the relay then
-   * retries with backoff). Default 5 000 ms.
+   * retries with backoff).
+   *
+   * @defaultValue `5_000`
    */
   timeoutMs?: number
   /**
    * The stream that must store the messages: sent as `Nats-Expected-Stream`, so JetStream refuses
    * a message that another stream (or none) would capture. Default: any stream capturing the subject.
+   *
+   * @defaultValue none: any stream capturing the subject
    */
   stream?: string
 }

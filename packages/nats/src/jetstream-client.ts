@@ -25,7 +25,11 @@ export interface JetStreamForwardPublishOptions {
   /** Milliseconds the client waits for the PubAck. */
   timeout: number
   headers: MsgHdrs
-  /** `streamName`: the stream that must capture the subject (`Nats-Expected-Stream`). */
+  /**
+   * `streamName`: the stream that must capture the subject (`Nats-Expected-Stream`).
+   *
+   * @defaultValue none: any stream
+   */
   expect?: { streamName: string }
 }
 

@@ -43,7 +43,7 @@ export function jetStreamForwarder(js: JetStreamPublisher, options: JetStreamFor
       .catch((error: unknown) => {
         throw toPublishError(error, message.id, subject)
       })
-    const what = `the PubAck of message ${message.id} on subject ${JSON.stringify(subject)}`
+    const what = () => `the PubAck of message ${message.id} on subject ${JSON.stringify(subject)}`
     await brokerConfirmWithin(publishing, timeoutMs, what, NATS_SOURCE, context?.signal)
   }
 }

@@ -5,6 +5,7 @@
 import { type JetStreamClient, jetstream } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import {
+  createPgOutbox,
   deferred,
   deliveredMessage,
   expectOutboxError,
@@ -17,7 +18,6 @@ import {
 import { createRelay, type Relay } from '@outboxkit/core'
 import { jetStreamForwarder } from '@outboxkit/nats'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
-import { createPgOutbox } from './support/pg-outbox.js'
 import {
   connectNats,
   createTestStream,

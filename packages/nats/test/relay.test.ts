@@ -3,12 +3,11 @@
 // each key reaches the stream in commit order across a relay that dies between a publish and
 // its settle (the ledger: every committed id, read back from the stream, in first-seen order).
 
-import { nextEvent, waitFor } from '@outboxkit/conformance'
+import { createPgOutbox, nextEvent, waitFor } from '@outboxkit/conformance'
 import { createRelay, type Handler, type Relay } from '@outboxkit/core'
 import { jetStreamForwarder } from '@outboxkit/nats'
 import { pgBackend } from '@outboxkit/pg'
 import { expect, test } from 'vitest'
-import { createPgOutbox } from './support/pg-outbox.js'
 import { useTestStream } from './support/test-stream.js'
 
 const MAX_MSG_SIZE = 8 * 1024

@@ -7,7 +7,9 @@ export interface PgBackendCommonOptions {
   /**
    * Bound on every relay statement, in ms. A frozen or unreachable server then fails the claim or
    * settle with `OutboxError('TIMEOUT')` within this bound (the relay backs off and retries)
-   * instead of hanging until the OS gives up on TCP. Recommended. Default: none.
+   * instead of hanging until the OS gives up on TCP. Recommended.
+   *
+   * @defaultValue none: no bound
    */
   commandTimeoutMs?: number
   /**
@@ -17,6 +19,8 @@ export interface PgBackendCommonOptions {
    * with `max_prepared_statements` > 0, or session mode): through PgBouncer in transaction mode
    * without that, they fail with `prepared statement "..." does not exist` / `already exists`.
    * Default `false` (unnamed statements, which work through any pooler).
+   *
+   * @defaultValue `false`
    */
   preparedStatements?: boolean
   /**
@@ -25,6 +29,8 @@ export interface PgBackendCommonOptions {
    * Supavisor, RDS Proxy), where LISTEN cannot work. Claims, settles and the NOTIFYs of publish
    * keep going through the pooler; only the wake-ups use this connection. Put TLS and the rest in
    * the string (`?sslmode=require`, ...). Default: the same server as the pool.
+   *
+   * @defaultValue none: a connection of its own to the pool's server
    */
   listenConnectionString?: string
   /**
@@ -32,7 +38,9 @@ export interface PgBackendCommonOptions {
    * the listening connection to hear it. When it does not (a transaction-mode pooler hands the
    * notification to whichever client holds the server connection), the relay is told once that
    * LISTEN is unavailable (its `listenUnavailable` event and one warn log line) and keeps
-   * delivering by polling. In ms. Default 2000.
+   * delivering by polling. In ms.
+   *
+   * @defaultValue `2_000`
    */
   listenProbeTimeoutMs?: number
 }

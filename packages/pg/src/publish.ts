@@ -110,6 +110,8 @@ export interface PgPublisherOptions {
    * (PgBouncer 1.21+ with `max_prepared_statements` > 0, or session mode): through PgBouncer in
    * transaction mode without that, publishes fail with `prepared statement "..." already exists`
    * and the transaction is lost. Default `false` (unnamed, works everywhere).
+   *
+   * @defaultValue `false`
    */
   preparedStatements?: boolean
 }

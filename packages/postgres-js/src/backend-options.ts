@@ -11,6 +11,8 @@ export interface PostgresJsBackendOptions {
    * the statement is cancelled so it does not apply later. postgres.js has no per-query timeout of
    * its own. Also bounds the first LISTEN; `migrate` gets four times as long. Recommended.
    * Default: none (a hung server then hangs the relay's statements).
+   *
+   * @defaultValue none: no bound
    */
   commandTimeoutMs?: number
   /**
@@ -19,6 +21,8 @@ export interface PostgresJsBackendOptions {
    * (PgBouncer, Supavisor, RDS Proxy), where LISTEN cannot work. Claims, settles and the probe
    * NOTIFY keep going through the backend's `sql`. It stays yours: outboxkit never ends it.
    * Default: the backend's own `sql`.
+   *
+   * @defaultValue none: the backend's own `sql`
    */
   listen?: postgres.Sql<any>
   /**
@@ -26,7 +30,9 @@ export interface PostgresJsBackendOptions {
    * the listening connection to hear it. When it does not (a transaction-mode pooler hands the
    * notification to whichever client holds the server connection), the relay is told once that
    * LISTEN is unavailable (its `listenUnavailable` event and one warn log line) and keeps
-   * delivering by polling. In ms. Default 2000.
+   * delivering by polling. In ms.
+   *
+   * @defaultValue `2_000`
    */
   listenProbeTimeoutMs?: number
 }

@@ -7,18 +7,28 @@ import { ADAPTER } from './transaction-client.js'
 
 /** Options of {@link outboxPrismaModel}. */
 export interface OutboxPrismaModelOptions {
-  /** The Prisma model name. Default `'OutboxMessage'`. */
+  /**
+   * The Prisma model name.
+   *
+   * @defaultValue `'OutboxMessage'`
+   */
   model?: string
   /**
    * The `provider` of your schema's `datasource` block: `'postgresql'` (default), `'mysql'`
    * (MySQL 8+ and MariaDB 10.6+) or `'sqlite'`.
+   *
+   * @defaultValue `'postgresql'`
    */
   provider?: PrismaOutboxProvider
 }
 
 /** Options of {@link outboxMigrationSql}. */
 export interface OutboxMigrationSqlOptions {
-  /** The `provider` of your schema's `datasource` block. Default `'postgresql'`. */
+  /**
+   * The `provider` of your schema's `datasource` block.
+   *
+   * @defaultValue `'postgresql'`
+   */
   provider?: PrismaOutboxProvider
 }
 

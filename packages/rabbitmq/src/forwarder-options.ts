@@ -11,7 +11,9 @@ export interface RabbitmqForwarderOptions<M extends ForwardableMessage = Forward
   routingKey: string | ((message: M) => string)
   /**
    * How long to wait for the publisher confirm (including opening a channel through the
-   * factory), in ms, before the handler rejects with `TIMEOUT`. Default 5 000.
+   * factory), in ms, before the handler rejects with `TIMEOUT`.
+   *
+   * @defaultValue `5_000`
    */
   timeoutMs?: number
 }

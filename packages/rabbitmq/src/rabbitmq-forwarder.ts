@@ -56,7 +56,8 @@ export function rabbitmqForwarder(
     await brokerConfirmWithin(
       confirmed,
       timeoutMs,
-      `the publisher confirm of message ${message.id} on exchange ${JSON.stringify(exchange)} with routing key ${JSON.stringify(target.routingKey)}`,
+      () =>
+        `the publisher confirm of message ${message.id} on exchange ${JSON.stringify(exchange)} with routing key ${JSON.stringify(target.routingKey)}`,
       'rabbitmq',
       context?.signal,
     )

@@ -15,11 +15,17 @@ export type StreamTarget = string | ((message: ForwardableMessage) => string)
 export interface RedisStreamForwarderOptions {
   /** The stream key every message is XADDed to, or a function of the message that returns it. */
   readonly stream: StreamTarget
-  /** How long to wait for the XADD reply before rejecting with `TIMEOUT`. Default 5 000 ms. */
+  /**
+   * How long to wait for the XADD reply before rejecting with `TIMEOUT`.
+   *
+   * @defaultValue `5_000`
+   */
   readonly timeoutMs?: number
   /**
    * Trims the stream on every XADD to about this many entries (`MAXLEN ~ maxLen`: Redis trims
    * whole macro nodes, so the stream may hold somewhat more). Default: no trimming.
+   *
+   * @defaultValue none: no trimming
    */
   readonly maxLen?: number
 }

@@ -20,6 +20,11 @@ export interface RedisStreamClient {
   xAdd(key: string, id: string, message: Record<string, string>, options?: XAddTrim): Promise<unknown>
   /** Present on node-redis clients and pools (not on a cluster client): see {@link RedisStreamClient}. */
   withAbortSignal?(signal: AbortSignal): RedisStreamClient
+  /**
+   * node-redis's own flag: true while connected and ready, false while (re)connecting. Absent (a
+   * pool, a cluster): every XADD then goes with a withdrawal signal, see `redisStreamForwarder`.
+   */
+  readonly isReady?: boolean
   /** node-redis 5's own mark of a command-issuing handle (absent on `legacy()` and `multi()`). */
   withCommandOptions(options: never): unknown
 }

@@ -5,19 +5,24 @@ import { assertRedisClient, type RedisStreamClient, SOURCE, type XAddTrim } from
 import { xaddFailure } from './redis-errors.js'
 import { streamEntryFields } from './stream-entry.js'
 
+/** The reason a withdrawn XADD is aborted with (one object: no DOMException per withdrawal). */
+const WITHDRAWN = Object.freeze(new Error('the forwarder gave up on this XADD'))
+
 /**
- * The XADD of `fields`, with a signal that takes it out of node-redis's offline queue once the
- * forwarder gives up on it (the relay then retries: a command sent after that would be a second
- * copy). A command already written to the socket cannot be taken back: its entry may still land.
+ * The XADD of `fields`. While the client is not ready (reconnecting), node-redis keeps the command
+ * in its offline queue: it then goes with a signal (`withdraw`) that takes it out of that queue once
+ * the forwarder gives up on it (the relay then retries: a command sent after that would be a second
+ * copy). A ready client writes the command to the socket at once, where it cannot be taken back
+ * (its entry may still land), so it goes without a signal: no AbortController per message.
  */
 function xAdd(
   client: RedisStreamClient,
   stream: string,
   fields: Record<string, string>,
   trim: XAddTrim | undefined,
-  signal: AbortSignal,
+  withdraw: AbortController | undefined,
 ): Promise<unknown> {
-  const target = client.withAbortSignal ? client.withAbortSignal(signal) : client
+  const target = withdraw && client.withAbortSignal ? client.withAbortSignal(withdraw.signal) : client
   return trim ? target.xAdd(stream, '*', fields, trim) : target.xAdd(stream, '*', fields)
 }
 
@@ -55,21 +60,28 @@ export function redisStreamForwarder(
   return async (message: ForwardableMessage, context?: HandlerContext): Promise<string> => {
     const fields = streamEntryFields(message)
     const stream = streamOf(message)
-    const what = `message ${message.id} to stream ${JSON.stringify(stream)}`
-    const withdraw = new AbortController()
-    const signal = context?.signal
-    const onAbort = () => withdraw.abort()
-    signal?.addEventListener('abort', onAbort, { once: true })
+    const what = () => `message ${message.id} to stream ${JSON.stringify(stream)}`
+    const withdraw =
+      redis.withAbortSignal !== undefined && redis.isReady !== true ? new AbortController() : undefined
+    const reply = xAdd(redis, stream, fields, trim, withdraw).catch((error: unknown) => {
+      throw xaddFailure(error, what())
+    })
+    // Settled by brokerConfirmWithin, except when the relay aborted first: never unhandled.
+    reply.catch(() => {})
     try {
-      const reply = xAdd(redis, stream, fields, trim, withdraw.signal).catch((error: unknown) => {
-        throw xaddFailure(error, what)
-      })
-      // Settled by brokerConfirmWithin, except when the relay aborted first: never unhandled.
-      reply.catch(() => {})
-      return String(await brokerConfirmWithin(reply, timeoutMs, `the XADD reply of ${what}`, SOURCE, signal))
-    } finally {
-      signal?.removeEventListener('abort', onAbort)
-      withdraw.abort()
+      return String(
+        await brokerConfirmWithin(
+          reply,
+          timeoutMs,
+          () => `the XADD reply of ${what()}`,
+          SOURCE,
+          context?.signal,
+        ),
+      )
+    } catch (error) {
+      // Timed out or the relay gave up: a command still in the offline queue is never sent.
+      withdraw?.abort(WITHDRAWN)
+      throw error
     }
   }
 }

@@ -17,12 +17,16 @@ export interface SqliteBackendOptions extends Omit<Database.Options, 'readonly' 
   filename: string
   /**
    * How long a claim or settle waits for SQLite's write lock, in ms, without blocking the event
-   * loop; also the connection's `busy_timeout`. Default 5 000.
+   * loop; also the connection's `busy_timeout`.
+   *
+   * @defaultValue `5_000`
    */
   busyTimeoutMs?: number
   /**
    * Switch the database to WAL (`PRAGMA journal_mode = WAL`, which persists in the file) when the
-   * connection opens, so readers and the writer do not block each other. Default `true`.
+   * connection opens, so readers and the writer do not block each other.
+   *
+   * @defaultValue `true`
    */
   wal?: boolean
 }

@@ -46,12 +46,16 @@ export interface OutboxEntityOptions {
   /**
    * The entity name (for `manager.getRepository(name)` and TypeORM's metadata). Default
    * `'OutboxMessage'` for the table `outbox`, else `'OutboxMessage_<schema>_<table>'`.
+   *
+   * @defaultValue `'OutboxMessage'` for the table `outbox`, else `'OutboxMessage_<schema>_<table>'`
    */
   name?: string
   /**
    * The database the DataSource runs on, as outboxkit names it: `'postgres'` (TypeORM `type:
    * 'postgres'`, the default), `'mysql'` (`type: 'mysql'` or `'mariadb'`) or `'sqlite'` (`type:
    * 'better-sqlite3'`). It chooses the column types TypeORM reads the table with.
+   *
+   * @defaultValue `'postgres'`
    */
   dialect?: OutboxDialect
 }

@@ -16,12 +16,16 @@ export interface OutboxMigrationOptions {
    * The migration's JavaScript timestamp (13 digits), which orders it among your migrations. Use
    * a constant (the time you add it), never `Date.now()` at runtime. Default `1735689600000`
    * (2025-01-01): the outbox table depends on no other table, so running first is fine.
+   *
+   * @defaultValue `1735689600000` (2025-01-01)
    */
   timestamp?: number
   /**
    * The migration name recorded in TypeORM's migrations table; it must end with the 13-digit
    * timestamp. Default `CreateOutbox<Table><timestamp>`, e.g. `CreateOutbox1735689600000` for
    * the table `outbox` and `CreateOutboxAppEvents1735689600000` for `app.events`.
+   *
+   * @defaultValue `CreateOutbox<Table><timestamp>`
    */
   name?: string
 }

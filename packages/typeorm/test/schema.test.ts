@@ -112,6 +112,43 @@ describe('entity and migration', () => {
     }
   })
 
+  test('synchronize creates no sequence for ordered topics; the migration, run after it, adds it', async () => {
+    const table = uniqueTableName('typeorm_sync_seq')
+    const outbox = defineOutbox({ table, orderedTopics: ['ledger.entry'] })
+    const dataSource = new DataSource({
+      type: 'postgres',
+      url: testDatabaseUrl(),
+      entities: [createOutboxEntity(outbox)],
+      migrations: [createOutboxMigration(outbox, { timestamp: 1767225600000 })],
+      migrationsTableName: `${table}_migrations`,
+      synchronize: true,
+    })
+    await dataSource.initialize()
+    const message = { topic: 'ledger.entry', key: 'acct-1', payload: { n: 1 } }
+    try {
+      const refused = await dataSource
+        .transaction((m) => publish(outbox, m, message))
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        )
+      expect(isOutboxError(refused, 'DATABASE'), String(refused)).toBe(true)
+      expect(String(refused)).toContain(`"${table}_seq_seq" does not exist`)
+      expect(await exists(`${table}_seq_seq`)).toBe(false)
+
+      await dataSource.runMigrations() // what docs/adapters/typeorm.md tells synchronize users to do
+      expect(await exists(`${table}_seq_seq`)).toBe(true)
+      const published = await dataSource.transaction((m) => publish(outbox, m, message))
+      expect(published.published).toBe(true)
+      const rows = await inspector.query<{ seq: string | null }>(`SELECT seq::text FROM "${table}"`)
+      expect(rows).toEqual([{ seq: expect.stringMatching(/^\d+$/) }])
+    } finally {
+      await dataSource.query(`DROP TABLE IF EXISTS "${table}"`)
+      await dataSource.query(`DROP TABLE IF EXISTS "${table}_migrations"`)
+      await dataSource.destroy()
+    }
+  })
+
   test('names: the entity and migration defaults, and invalid inputs', () => {
     expect(createOutboxEntity().options.name).toBe('OutboxMessage')
     expect(createOutboxEntity().options.tableName).toBe('outbox')

@@ -28,13 +28,29 @@ export interface BlockedKey {
 
 /** Options of {@link listBlockedKeys}. */
 export interface ListBlockedKeysOptions {
-  /** Only keys whose head is of these topics. */
+  /**
+   * Only keys whose head is of these topics.
+   *
+   * @defaultValue every ordered topic
+   */
   topics?: readonly string[]
-  /** Also list keys whose head is retrying (failed, waiting for its backoff). Default `false`. */
+  /**
+   * Also list keys whose head is retrying (failed, waiting for its backoff).
+   *
+   * @defaultValue `false`
+   */
   includeRetrying?: boolean
-  /** At most this many keys (1 to 10 000). Default 100. */
+  /**
+   * At most this many keys (1 to 10 000).
+   *
+   * @defaultValue `100`
+   */
   limit?: number
-  /** The next page: the `key` of the last entry of the previous page (keys are sorted). */
+  /**
+   * The next page: the `key` of the last entry of the previous page (keys are sorted).
+   *
+   * @defaultValue none: the first page
+   */
   afterKey?: string
 }
 

@@ -21,9 +21,17 @@ export async function migrate(outbox: Outbox<any>, backend: OutboxBackend): Prom
 
 /** Options of {@link purge}. */
 export interface PurgeOptions {
-  /** Which terminal rows to delete. Default both `'dead'` and `'delivered'`. */
+  /**
+   * Which terminal rows to delete. Default both `'dead'` and `'delivered'`.
+   *
+   * @defaultValue `['dead', 'delivered']`
+   */
   states?: readonly ('dead' | 'delivered')[]
-  /** Only rows settled more than this many ms ago. Default 0 (all). */
+  /**
+   * Only rows settled more than this many ms ago. Default 0 (all).
+   *
+   * @defaultValue `0`: any age
+   */
   olderThanMs?: number
 }
 
@@ -56,9 +64,17 @@ export async function purge(
 
 /** Options of {@link redrive}. */
 export interface RedriveOptions {
-  /** Only these message ids. */
+  /**
+   * Only these message ids.
+   *
+   * @defaultValue any id
+   */
   ids?: readonly string[]
-  /** Only these topics. */
+  /**
+   * Only these topics.
+   *
+   * @defaultValue any topic
+   */
   topics?: readonly string[]
 }
 

@@ -6,11 +6,20 @@ import { adminBackend, deadSearch, stringList } from './checks.js'
 
 /** Options of {@link countDead}: the filters of `listDead`, and where to stop counting. */
 export interface CountDeadOptions {
-  /** Only these topics. */
+  /**
+   * Only these topics.
+   * @defaultValue any topic
+   */
   topics?: readonly string[]
-  /** As `ListDeadOptions.search`: an id, a key, a topic, or a part of the last error. */
+  /**
+   * As `ListDeadOptions.search`: an id, a key, a topic, or a part of the last error.
+   * @defaultValue none: every dead message
+   */
   search?: string
-  /** Stop counting at this many (1 to 1 000 000). Default 10 000. */
+  /**
+   * Stop counting at this many (1 to 1 000 000).
+   * @defaultValue `10000`
+   */
   cap?: number
 }
 

@@ -22,9 +22,17 @@ export interface DeadMessage {
 
 /** Options of {@link listDead}. */
 export interface ListDeadOptions {
-  /** Only these topics. */
+  /**
+   * Only these topics.
+   *
+   * @defaultValue any topic
+   */
   topics?: readonly string[]
-  /** At most this many messages (1 to 10 000). Default 100. */
+  /**
+   * At most this many messages (1 to 10 000).
+   *
+   * @defaultValue `100`
+   */
   limit?: number
   /**
    * The next page: pass the last message of the previous page. Pages are sorted newest death
@@ -38,6 +46,8 @@ export interface ListDeadOptions {
    *   page = await listDead(outbox, backend, { after: page.at(-1) })
    * }
    * ```
+   *
+   * @defaultValue none: the first page
    */
   after?: Pick<DeadMessage, 'id' | 'deadAt'>
   /**
@@ -49,6 +59,8 @@ export interface ListDeadOptions {
    * ```ts
    * await listDead(outbox, backend, { search: 'timeout' })
    * ```
+   *
+   * @defaultValue none: every dead message
    */
   search?: string
 }
@@ -116,9 +128,17 @@ export async function listDead(
 
 /** Options of {@link discard}. */
 export interface DiscardOptions {
-  /** Only these message ids. */
+  /**
+   * Only these message ids.
+   *
+   * @defaultValue any id
+   */
   ids?: readonly string[]
-  /** Only these topics. */
+  /**
+   * Only these topics.
+   *
+   * @defaultValue any topic
+   */
   topics?: readonly string[]
 }
 

@@ -40,7 +40,11 @@ export interface OutboxStats {
 
 /** Options of {@link outboxStats}. */
 export interface OutboxStatsOptions {
-  /** Also count delivered rows (kept with `keepDelivered: true`). Default `false`. */
+  /**
+   * Also count delivered rows (kept with `keepDelivered: true`).
+   *
+   * @defaultValue `false`
+   */
   includeDelivered?: boolean
 }
 

@@ -25,6 +25,8 @@ export interface OrderedTopicOptions {
    * messages of the key wait until it is redriven or discarded, so order is never broken.
    * `'continue'`: later messages proceed and the dead one is skipped (redriving it later delivers
    * it out of order).
+   *
+   * @defaultValue `'block'`
    */
   onDeadLetter?: 'block' | 'continue'
 }
@@ -34,12 +36,16 @@ export interface DefineOutboxOptions<TTopics extends TopicSchemas | undefined = 
   /**
    * The outbox table: `'outbox'` (the default) or `'schema.table'`. Each part must be a plain SQL
    * identifier (letters, digits, `_`, not starting with a digit, at most 63 bytes).
+   *
+   * @defaultValue `'outbox'`
    */
   table?: string
   /**
    * A Standard Schema per topic. With `topics`, publishing an unknown topic or a payload that fails
    * its schema throws `OutboxError('INVALID_MESSAGE')` before anything is written, and a stored
    * payload that fails its schema at delivery is dead-lettered at once.
+   *
+   * @defaultValue none: any topic name, payloads unchecked
    */
   topics?: TTopics
   /**
@@ -54,15 +60,23 @@ export interface DefineOutboxOptions<TTopics extends TopicSchemas | undefined = 
    * ```ts
    * defineOutbox({ orderedTopics: ['ledger.entry', { topic: 'email.send', onDeadLetter: 'continue' }] })
    * ```
+   *
+   * @defaultValue `[]`: no ordered topic
    */
   orderedTopics?: readonly (string | OrderedTopicOptions)[]
-  /** Largest accepted payload, in bytes of its JSON text. Default 10 MiB. */
+  /**
+   * Largest accepted payload, in bytes of its JSON text.
+   *
+   * @defaultValue `10_485_760` (10 MiB)
+   */
   maxPayloadBytes?: number
   /**
    * Whether the publish statement queues a NOTIFY wake-up for relays (in the same statement and
    * transaction, so it costs no round trip). Default `true`. Turn it off when relays poll often
    * enough, or when many producers commit concurrently: PostgreSQL serialises the commits of
    * transactions that queued a NOTIFY (see docs/how-it-works.md, "The cost of NOTIFY").
+   *
+   * @defaultValue `true`
    */
   notify?: boolean
 }

@@ -21,9 +21,17 @@ export type OutboxErrorCode =
 
 /** Options accepted by the {@link OutboxError} constructor. */
 export interface OutboxErrorOptions {
-  /** The underlying error, if any. */
+  /**
+   * The underlying error, if any.
+   *
+   * @defaultValue none
+   */
   cause?: unknown
-  /** The adapter or component the error comes from, e.g. `'pg'`, `'kysely'`, `'relay'`. */
+  /**
+   * The adapter or component the error comes from, e.g. `'pg'`, `'kysely'`, `'relay'`.
+   *
+   * @defaultValue `'core'`
+   */
   source?: string
 }
 

@@ -10,13 +10,27 @@ export interface MessageOptions {
    * Aggregate / ordering key (e.g. the order id): a string of at most 1 024 characters, or `null`
    * for none. Anything else is refused with `INVALID_MESSAGE` (convert a number yourself:
    * `String(order.id)`), so a key is stored exactly as given.
+   *
+   * @defaultValue `null`
    */
   key?: string | null
-  /** String-to-string metadata (tenant, trace context, ...). */
+  /**
+   * String-to-string metadata (tenant, trace context, ...).
+   *
+   * @defaultValue `{}`
+   */
   headers?: Record<string, string>
-  /** Producer-side deduplication: a second publish with the same key, while the first row exists, is a no-op. */
+  /**
+   * Producer-side deduplication: a second publish with the same key, while the first row exists, is a no-op.
+   *
+   * @defaultValue `null`
+   */
   dedupKey?: string | null
-  /** Not delivered before `now() + delayMs` (database clock). Default 0. */
+  /**
+   * Not delivered before `now() + delayMs` (database clock).
+   *
+   * @defaultValue `0`
+   */
   delayMs?: number
 }
 

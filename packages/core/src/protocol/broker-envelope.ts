@@ -69,15 +69,17 @@ export function brokerEnvelope(message: ForwardableMessage, source: string): Bro
  * an `OutboxError('BROKER')` when `signal` aborts first (the relay gave up on this delivery). The
  * broker may still confirm later: at least once, the relay delivers the message again.
  *
- * @param what - what is awaited, for the message, e.g. `'the PubAck of message <id> on orders.created'`
+ * @param what - what is awaited, for the message, e.g. `'the PubAck of message <id> on orders.created'`,
+ * or a function that returns it (called only when the confirmation fails: no string per message)
  */
 export function brokerConfirmWithin<T>(
   confirmation: Promise<T>,
   ms: number,
-  what: string,
+  what: string | (() => string),
   source: string,
   signal?: AbortSignal,
 ): Promise<T> {
+  const describe = () => (typeof what === 'function' ? what() : what)
   return new Promise<T>((resolve, reject) => {
     const done = () => {
       clearTimeout(timer)
@@ -85,14 +87,14 @@ export function brokerConfirmWithin<T>(
     }
     const onAbort = () => {
       done()
-      reject(new OutboxError('BROKER', `the relay gave up waiting for ${what} (aborted).`, { source }))
+      reject(new OutboxError('BROKER', `the relay gave up waiting for ${describe()} (aborted).`, { source }))
     }
     const timer = setTimeout(() => {
       done()
       reject(
         new OutboxError(
           'TIMEOUT',
-          `no confirmation from the broker within ${ms} ms for ${what}: check that the broker is reachable; the relay retries with backoff.`,
+          `no confirmation from the broker within ${ms} ms for ${describe()}: check that the broker is reachable; the relay retries with backoff.`,
           { source },
         ),
       )

@@ -40,7 +40,7 @@ export function instrumentRelay(relay: Relay, { log, telemetry, startFields }: R
       log.log(
         'warn',
         { table, id: message.id, topic: message.topic, attempts: message.attempts },
-        'handler succeeded but the row had been claimed again (its lease ran out first): it will be delivered again; raise leaseMs above your handler duration',
+        'handler succeeded but the row had been claimed again (its lease ran out first): it will be delivered again; raise maxHandlerMs above your handler duration, or check the lease heartbeat (error events during lease)',
       )
     })
     relay.on('error', ({ error, during }) => {

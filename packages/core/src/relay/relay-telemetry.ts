@@ -13,14 +13,24 @@ import type { Relay } from './relay-types.js'
 
 /** Telemetry options of a relay (the `telemetry` option of `createRelay`). */
 export interface RelayTelemetryOptions {
-  /** Spans and metrics through `@opentelemetry/api`, when it is installed. Default `true`. */
+  /**
+   * Spans and metrics through `@opentelemetry/api`, when it is installed.
+   *
+   * @defaultValue `true`
+   */
   enabled?: boolean
   /**
    * Register the queue gauges (depth by topic and state, oldest pending age, oldest due lag),
-   * read with one `stats` statement per collection at most every `statsIntervalMs`. Default `true`.
+   * read with one `stats` statement per collection at most every `statsIntervalMs`.
+   *
+   * @defaultValue `true`
    */
   queueGauges?: boolean
-  /** Shortest time between two stats statements, in ms; collections in between reuse the last read. Default 15 000. */
+  /**
+   * Shortest time between two stats statements, in ms; collections in between reuse the last read.
+   *
+   * @defaultValue `15_000`
+   */
   statsIntervalMs?: number
 }
 

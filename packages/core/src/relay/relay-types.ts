@@ -19,6 +19,8 @@ export interface RelayOptions<O extends Outbox<any>> {
    * `batchSize`: while a backlog lasts, a second claim runs while the first is in flight or its
    * batch is settled): lower it for handlers that call a rate-limited service, and remember it
    * multiplies by the number of relays (docs/performance.md#defaults).
+   *
+   * @defaultValue `1_000`
    */
   concurrency?: number
   /**
@@ -26,7 +28,9 @@ export interface RelayOptions<O extends Outbox<any>> {
    * half a batch of them is free instead of claiming a few rows at a time. While the last claim
    * came back full (a backlog), the next one goes out without waiting for those in flight, as many
    * as the free slots allow (`concurrency / batchSize`); otherwise, and for a relay that handles
-   * an ordered topic, one at a time. Default 500.
+   * an ordered topic, one at a time.
+   *
+   * @defaultValue `500`
    */
   batchSize?: number
   /**
@@ -36,15 +40,23 @@ export interface RelayOptions<O extends Outbox<any>> {
    * returns, the next claim overlaps the settle, and up to `concurrency + N` rows may be
    * `processing` (and delivered again after a crash); `concurrency` still bounds the handlers
    * running at once. A slow settle applies backpressure: no claim while N outcomes wait.
+   *
+   * @defaultValue `0`
    */
   maxPendingOutcomes?: number
-  /** Poll interval when idle, in ms. Polling is the source of truth. Default 1 500. */
+  /**
+   * Poll interval when idle, in ms. Polling is the source of truth.
+   *
+   * @defaultValue `1_500`
+   */
   pollIntervalMs?: number
   /**
    * How long a claimed row stays invisible to other claims, in ms. Default 30 000. While a
    * handler runs, the heartbeat (`heartbeatMs`) keeps extending it, so a handler may run longer
    * than `leaseMs`; a relay that dies stops extending and its messages are reclaimed once their
    * lease lapses, at most `leaseMs` later.
+   *
+   * @defaultValue `30_000`
    */
   leaseMs?: number
   /**
@@ -53,6 +65,8 @@ export interface RelayOptions<O extends Outbox<any>> {
    * nor delivered twice while its relay lives. Default `leaseMs / 3`; at most `leaseMs / 2`.
    * `false` turns it off: a handler still running after `leaseMs` is then aborted and its
    * message delivered again.
+   *
+   * @defaultValue `leaseMs / 3`
    */
   heartbeatMs?: number | false
   /**
@@ -62,27 +76,53 @@ export interface RelayOptions<O extends Outbox<any>> {
    * handler that hangs cannot hold its message (or its ordered key) forever. Default
    * `5 × leaseMs` (2.5 minutes with the default lease); raise it for longer handlers, `Infinity`
    * for no bound.
+   *
+   * @defaultValue `5 * leaseMs`
    */
   maxHandlerMs?: number
-  /** Deliveries before a message is dead-lettered. Default 10. */
+  /**
+   * Deliveries before a message is dead-lettered.
+   *
+   * @defaultValue `10`
+   */
   maxAttempts?: number
-  /** Backoff after a handler failure. Default `{ baseMs: 1_000, maxMs: 300_000, jitter: 1 }`. */
+  /**
+   * Backoff after a handler failure.
+   *
+   * @defaultValue `{ baseMs: 1_000, maxMs: 300_000, jitter: 1 }`
+   */
   retry?: RetryPolicy
-  /** LISTEN for publish wake-ups on top of polling (when the backend supports it). Default `true`. */
+  /**
+   * LISTEN for publish wake-ups on top of polling (when the backend supports it).
+   *
+   * @defaultValue `true`
+   */
   notify?: boolean
-  /** Keep delivered rows (`state = 'delivered'`) instead of deleting them. Default `false`. */
+  /**
+   * Keep delivered rows (`state = 'delivered'`) instead of deleting them.
+   *
+   * @defaultValue `false`
+   */
   keepDelivered?: boolean
-  /** Default grace for {@link Relay.stop}, in ms. Default 10 000. */
+  /**
+   * Default grace for {@link Relay.stop}, in ms.
+   *
+   * @defaultValue `10_000`
+   */
   graceMs?: number
   /**
    * Where the relay logs: any object with `debug`/`info`/`warn`/`error` (pino, console, ...).
    * Start/stop, claim and settle errors with their backoff, LISTEN reconnects, retries and dead
    * letters; nothing on the success path. Default: silent.
+   *
+   * @defaultValue none: silent
    */
   logger?: Logger
   /**
    * OpenTelemetry spans and metrics through `@opentelemetry/api` when it is installed (see
-   * docs/operations.md). `false` turns them off for this relay. Default `true`.
+   * docs/operations.md). `false` turns them off for this relay.
+   *
+   * @defaultValue `true`
    */
   telemetry?: boolean | RelayTelemetryOptions
 }
@@ -127,7 +167,11 @@ export interface RelayStats {
 
 /** Options of {@link Relay.stop}. */
 export interface StopOptions {
-  /** How long to wait for running handlers before aborting them, in ms. */
+  /**
+   * How long to wait for running handlers before aborting them, in ms.
+   *
+   * @defaultValue the relay's `graceMs` (`10_000`)
+   */
   graceMs?: number
 }
 

@@ -2,9 +2,17 @@ import { OutboxError } from '../outbox/errors.js'
 
 /** Options of {@link Retry}. */
 export interface RetryOptions {
-  /** Reschedule the message this many milliseconds from now instead of the backoff delay. */
+  /**
+   * Reschedule the message this many milliseconds from now instead of the backoff delay.
+   *
+   * @defaultValue the relay's backoff delay (`retry`)
+   */
   delayMs?: number
-  /** Recorded in `last_error`. */
+  /**
+   * Recorded in `last_error`.
+   *
+   * @defaultValue none
+   */
   reason?: string
 }
 
@@ -58,13 +66,23 @@ export class Cancel extends Error {
 
 /** Retry policy of a relay: capped exponential backoff with (by default full) jitter. */
 export interface RetryPolicy {
-  /** Delay before the second attempt. Default 1 000 ms. */
+  /**
+   * Delay before the second attempt.
+   *
+   * @defaultValue `1_000`
+   */
   baseMs?: number
-  /** Upper bound of any backoff delay. Default 300 000 ms. */
+  /**
+   * Upper bound of any backoff delay.
+   *
+   * @defaultValue `300_000`
+   */
   maxMs?: number
   /**
    * Fraction of the delay that is randomised, from 0 (none: exact exponential) to 1 (full
-   * jitter: uniform in [0, delay]). Default 1.
+   * jitter: uniform in [0, delay]).
+   *
+   * @defaultValue `1`
    */
   jitter?: number
 }

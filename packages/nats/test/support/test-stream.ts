@@ -29,6 +29,8 @@ export interface TestStream {
   /** A subject no stream captures. */
   readonly uncaptured: string
   records(): Promise<StoredRecord[]>
+  /** A reader that returns, on each call, the records stored since its previous call. */
+  newRecords(): () => Promise<StoredRecord[]>
   purge(): Promise<void>
   delete(): Promise<void>
 }
@@ -52,11 +54,11 @@ function headersOf(msg: { header: { keys(): string[]; get(k: string): string } }
 
 const OWN = ['Nats-Msg-Id', 'outboxkit-topic', 'outboxkit-key', 'content-type']
 
-async function readAll(jsm: JetStreamManager, name: string): Promise<StoredRecord[]> {
+async function readAll(jsm: JetStreamManager, name: string, fromSeq = 0): Promise<StoredRecord[]> {
   const { state } = await jsm.streams.info(name)
   const out: StoredRecord[] = []
   if (state.messages === 0) return out
-  for (let seq = state.first_seq; seq <= state.last_seq; seq++) {
+  for (let seq = Math.max(fromSeq, state.first_seq); seq <= state.last_seq; seq++) {
     const m = await jsm.streams.getMessage(name, { seq }).catch(() => null)
     if (m === null) continue
     const natsHeaders = headersOf(m)
@@ -99,6 +101,14 @@ export async function createTestStream(file: string, maxMsgSize = 64 * 1024): Pr
     jsm,
     uncaptured: `none.${process.pid}.${file}.nobody`,
     records: () => readAll(jsm, name),
+    newRecords: () => {
+      let next = 0
+      return async () => {
+        const fresh = await readAll(jsm, name, next)
+        if (fresh.length > 0) next = fresh[fresh.length - 1]!.seq + 1
+        return fresh
+      }
+    },
     purge: async () => {
       await jsm.streams.purge(name)
     },

@@ -1,10 +1,10 @@
-// A PostgreSQL outbox of one test: its own table in the test database, messages committed one
+// A PostgreSQL outbox of one forwarder test: its own table in the test database, messages committed one
 // transaction each, dropped at the end.
 
-import { testDatabaseUrl, uniqueTableName } from '@outboxkit/conformance'
 import { defineOutbox, migrate, type Outbox } from '@outboxkit/core'
 import { pgBackend, publish } from '@outboxkit/pg'
 import pg from 'pg'
+import { testDatabaseUrl, uniqueTableName } from '../database.js'
 
 /** A committed message: its id and key. */
 export interface Committed {
