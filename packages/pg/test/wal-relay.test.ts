@@ -1,8 +1,9 @@
-import { inPgTransaction, testDatabaseUrl, uniqueTableName, waitFor } from '@outboxkit/conformance'
+import { deferred, inPgTransaction, testDatabaseUrl, uniqueTableName, waitFor } from '@outboxkit/conformance'
 import {
   createRelay,
   type DeliveredMessage,
   defineOutbox,
+  type HandlerContext,
   migrate,
   type Outbox,
   type OutboxBackend,
@@ -37,7 +38,7 @@ async function walOutbox(options: { orderedTopics?: string[] } = {}): Promise<Ou
 
 function relay(
   outbox: Outbox,
-  handlers: Record<string, (m: DeliveredMessage) => Promise<void>>,
+  handlers: Record<string, (m: DeliveredMessage, context: HandlerContext) => Promise<void>>,
   extra = {},
 ): Relay {
   const r = createRelay(outbox, { backend: backend(), handlers, pollIntervalMs: 100, ...extra })
@@ -125,5 +126,151 @@ describe.skipIf(skipped !== undefined)('WAL transport on pg', () => {
     await waitFor(() => again.length >= 1, { what: 'the next delivery' })
     expect(again.map((m) => m.payload)).toEqual([{ n: 4 }])
     await r2.stop()
+  })
+
+  it('a failing handler moves the message into the table (pending, attempts 1, backoff); the table path retries and dead-letters it', async () => {
+    const outbox = await walOutbox()
+    const seen: number[] = []
+    const r = relay(
+      outbox,
+      {
+        t: async (m) => {
+          seen.push(m.attempts)
+          if ((m.payload as { fail: number }).fail >= m.attempts) throw new Error(`boom ${m.attempts}`)
+        },
+      },
+      { retry: { baseMs: 10, maxMs: 10, jitter: 0 }, maxAttempts: 3 },
+    )
+    await r.start()
+    const once = await inPgTransaction(pool, (c) => publish(outbox, c, { topic: 't', payload: { fail: 1 } }))
+    const always = await inPgTransaction(pool, (c) =>
+      publish(outbox, c, { topic: 't', payload: { fail: 99 } }),
+    )
+    await waitFor(
+      async () => (await rows(outbox)).some((row) => row.id === always.id && row.state === 'dead'),
+      { what: 'the dead letter' },
+    )
+    await waitFor(async () => !(await rows(outbox)).some((row) => row.id === once.id), {
+      what: 'the retried one delivered',
+    })
+    const all = await rows(outbox)
+    expect(all).toEqual([{ id: always.id, topic: 't', state: 'dead', attempts: 3, last_error: 'boom 3' }])
+    expect(seen.sort()).toEqual([1, 1, 2, 2, 3])
+    expect(r.stats).toMatchObject({ delivered: 1, deadLettered: 1, retried: 3 })
+  })
+
+  it('dedupKey, delayMs and ordered topics take the table; the relay delivers both paths', async () => {
+    const outbox = await walOutbox({ orderedTopics: ['o'] })
+    const got: string[] = []
+    const r = relay(outbox, {
+      t: async (m) => void got.push(`t:${(m.payload as { n: string }).n}`),
+      o: async (m) => void got.push(`o:${(m.payload as { n: string }).n}`),
+    })
+    const [dedup, again] = await inPgTransaction(pool, async (c) => [
+      await publish(outbox, c, { topic: 't', payload: { n: 'dedup' }, dedupKey: 'd1' }),
+      await publish(outbox, c, { topic: 't', payload: { n: 'dedup again' }, dedupKey: 'd1' }),
+    ])
+    await inPgTransaction(pool, async (c) => {
+      await publish(outbox, c, { topic: 't', payload: { n: 'delayed' }, delayMs: 50 })
+      await publish(outbox, c, { topic: 'o', key: 'k', payload: { n: 'ordered' } })
+      await publish(outbox, c, { topic: 't', payload: { n: 'wal' } })
+    })
+    expect(dedup!.published).toBe(true)
+    expect(again).toEqual({ id: dedup!.id, published: false })
+    expect((await rows(outbox)).map((row) => row.state)).toEqual(['pending', 'pending', 'pending'])
+    await r.start()
+    await waitFor(() => got.length >= 4, { what: 'four deliveries' })
+    expect(got.sort()).toEqual(['o:ordered', 't:dedup', 't:delayed', 't:wal'])
+    await waitFor(async () => (await rows(outbox)).length === 0, { what: 'the table emptied' })
+  })
+
+  it('interleaved long and short transactions are delivered in commit order', async () => {
+    const outbox = await walOutbox()
+    const got: string[] = []
+    const r = relay(
+      outbox,
+      { t: async (m) => void got.push((m.payload as { n: string }).n) },
+      { concurrency: 1 },
+    )
+    await r.start()
+    const long = await pool.connect()
+    try {
+      await long.query('BEGIN')
+      await publish(outbox, long, { topic: 't', payload: { n: 'long-1' } })
+      await inPgTransaction(pool, (c) => publish(outbox, c, { topic: 't', payload: { n: 'short-1' } }))
+      await publish(outbox, long, { topic: 't', payload: { n: 'long-2' } })
+      await inPgTransaction(pool, (c) => publish(outbox, c, { topic: 't', payload: { n: 'short-2' } }))
+      await long.query('COMMIT')
+    } finally {
+      long.release()
+    }
+    await inPgTransaction(pool, (c) => publish(outbox, c, { topic: 't', payload: { n: 'after' } }))
+    await waitFor(() => got.length >= 5, { what: 'five deliveries' })
+    expect(got).toEqual(['short-1', 'short-2', 'long-1', 'long-2', 'after'])
+  })
+
+  it('what a stopped relay did not settle is read again from the slot; nothing settled is', async () => {
+    const outbox = await walOutbox()
+    const started = deferred()
+    const first: string[] = []
+    const r = relay(
+      outbox,
+      {
+        t: async (m, { signal }) => {
+          const n = (m.payload as { n: string }).n
+          if (n === 'hang') {
+            started.resolve()
+            await new Promise((resolve) => signal.addEventListener('abort', resolve))
+            throw new Error('aborted')
+          }
+          first.push(n)
+        },
+      },
+      { concurrency: 1 },
+    )
+    await r.start()
+    await inPgTransaction(pool, (c) => publish(outbox, c, { topic: 't', payload: { n: 'done' } }))
+    await waitFor(() => first.length === 1, { what: 'the first delivery' })
+    await inPgTransaction(pool, (c) => publish(outbox, c, { topic: 't', payload: { n: 'hang' } }))
+    await inPgTransaction(pool, (c) => publish(outbox, c, { topic: 't', payload: { n: 'behind' } }))
+    await started.promise
+    await r.stop({ graceMs: 0 })
+    const second: string[] = []
+    const r2 = relay(outbox, { t: async (m) => void second.push((m.payload as { n: string }).n) })
+    await r2.start()
+    await waitFor(() => second.length >= 2, { what: 'the replay' })
+    expect(first).toEqual(['done'])
+    expect(second).toEqual(['hang', 'behind'])
+  })
+
+  it('one reader per slot: a second relay stands by and takes over when the first stops', async () => {
+    const outbox = await walOutbox()
+    const a: string[] = []
+    const b: string[] = []
+    const ra = relay(outbox, { t: async (m) => void a.push((m.payload as { n: string }).n) })
+    await ra.start()
+    await inPgTransaction(pool, (c) => publish(outbox, c, { topic: 't', payload: { n: '1' } }))
+    await waitFor(() => a.length === 1, { what: 'relay a delivers' })
+    const rb = relay(outbox, { t: async (m) => void b.push((m.payload as { n: string }).n) })
+    await rb.start()
+    await inPgTransaction(pool, (c) => publish(outbox, c, { topic: 't', payload: { n: '2' } }))
+    await waitFor(() => a.length === 2, { what: 'relay a delivers again' })
+    expect(b).toEqual([])
+    await ra.stop()
+    await inPgTransaction(pool, (c) => publish(outbox, c, { topic: 't', payload: { n: '3' } }))
+    await waitFor(() => b.length === 1, { what: 'relay b takes over', timeoutMs: 15_000 })
+    expect(a).toEqual(['1', '2'])
+    expect(b).toEqual(['3'])
+  })
+
+  it('a message of a topic this relay has no handler for moves into the table for a relay that has one', async () => {
+    const outbox = await walOutbox()
+    const r = relay(outbox, { t: async () => {} })
+    await r.start()
+    const other = await inPgTransaction(pool, (c) => publish(outbox, c, { topic: 'other', payload: {} }))
+    await waitFor(async () => (await rows(outbox)).length === 1, { what: 'the move' })
+    expect(await rows(outbox)).toEqual([
+      { id: other.id, topic: 'other', state: 'pending', attempts: 0, last_error: null },
+    ])
   })
 })
