@@ -7,7 +7,12 @@ import type { PostgresTable } from './table.js'
 
 /** Every SQL statement of the WAL transport for one table. */
 export interface PostgresWalStatements {
-  /** $1 prefix, $2 content: one transactional logical decoding message. Rows: (lsn). */
+  /**
+   * $1 prefix, $2 content, $3 slot: one transactional logical decoding message, written only when
+   * the outbox's slot exists (a message no slot reads would be lost). One row in the shape of the
+   * table's publish rows: `id` the message's LSN, `inserted` whether the slot exists (false:
+   * nothing was written), `dedup_key` null.
+   */
   readonly publish: string
   /**
    * `publish` that writes only while `POSTGRES_TRANSACTION_MARKER` is in force, else returns one
@@ -42,11 +47,14 @@ export function startReplicationCommand(slot: string, publication: string, fromL
 /** The WAL transport's statements for `table` whose slot and publication are `name`. */
 export function postgresWalStatements(table: PostgresTable, name: string): PostgresWalStatements {
   const guard = `current_setting('outboxkit.in_tx', true) IS NOT DISTINCT FROM 'on'`
+  const slotExists = 'EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $3::name)'
   return {
-    publish: 'SELECT pg_logical_emit_message(true, $1::text, $2::text)::text AS lsn',
-    publishGuarded: `SELECT CASE WHEN g.ok THEN pg_logical_emit_message(true, $1::text, $2::text)::text END AS lsn,
-  NULL::text AS id, CASE WHEN g.ok THEN NULL ELSE '${POSTGRES_NOT_IN_TRANSACTION}' END AS dedup_key
-FROM (SELECT ${guard} AS ok) AS g`,
+    publish: `SELECT CASE WHEN s.slot THEN pg_logical_emit_message(true, $1::text, $2::text)::text END AS id,
+  NULL::text AS dedup_key, s.slot AS inserted
+FROM (SELECT ${slotExists} AS slot) AS s`,
+    publishGuarded: `SELECT CASE WHEN g.ok AND g.slot THEN pg_logical_emit_message(true, $1::text, $2::text)::text END AS id,
+  CASE WHEN g.ok THEN NULL ELSE '${POSTGRES_NOT_IN_TRANSACTION}' END AS dedup_key, g.slot AS inserted
+FROM (SELECT ${guard} AS ok, ${slotExists} AS slot) AS g`,
     serverCheck: `SELECT current_setting('wal_level') AS wal_level, current_setting('server_version_num')::int AS version`,
     createPublication: `DO $outboxkit$ BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = '${name}') THEN CREATE PUBLICATION ${quoteIdent(name)}; END IF;

@@ -1,4 +1,5 @@
 import type { Outbox } from '../../../outbox/define-outbox.js'
+import { OutboxError } from '../../../outbox/errors.js'
 import type { PreparedMessage, PublishResult } from '../../../outbox/message.js'
 import type { PostgresPublishStatement } from '../publish-statement.js'
 import { postgresTable } from '../statements/table.js'
@@ -31,12 +32,28 @@ export function postgresWalPublishStatement(
   const sql = postgresWalStatements(postgresTable(outbox.table), slot)
   return {
     text: guarded ? sql.publishGuarded : sql.publish,
-    values: [prefix, encodeWalContent(messages, Date.now())],
+    values: [prefix, encodeWalContent(messages, Date.now()), slot],
     name: guarded ? 'outboxkit_publish_wal_guarded' : 'outboxkit_publish_wal',
   }
 }
 
-/** Every message of a WAL publish is published (no `dedupKey` took this path). */
-export function walPublishResult(messages: readonly PreparedMessage[]): PublishResult[] {
+/**
+ * Every message of a WAL publish is published (no `dedupKey` took this path), unless the rows say
+ * the outbox has no slot: then nothing was written, and this throws `WAL_UNAVAILABLE`.
+ */
+export function walPublishResult(
+  outbox: Outbox,
+  messages: readonly PreparedMessage[],
+  rows: readonly Record<string, unknown>[],
+  source: string,
+): PublishResult[] {
+  const slot = rows[0]?.inserted
+  if (slot !== true && slot !== 't') {
+    throw new OutboxError(
+      'WAL_UNAVAILABLE',
+      `the replication slot ${walNames(outbox.table).slot} of table ${outbox.table.display} does not exist, so a message written into the WAL would be lost; nothing was written. Run migrate(outbox, backend) with transport 'wal' (it creates the slot), or use transport 'table'. See docs/wal.md.`,
+      { source },
+    )
+  }
   return messages.map((m) => ({ id: m.id, published: true }))
 }
