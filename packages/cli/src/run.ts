@@ -4,6 +4,7 @@ import type { Command } from './command.js'
 import { deadListCommand, discardCommand, redriveCommand } from './commands/dead.js'
 import { migrateCommand, sqlCommand } from './commands/migrate.js'
 import { purgeCommand } from './commands/purge.js'
+import { slotDropCommand } from './commands/slot.js'
 import { statsCommand } from './commands/stats.js'
 import { type CliIo, createContext } from './context.js'
 import { failureHint } from './hint.js'
@@ -32,6 +33,7 @@ export const commands: readonly Command[] = [
   redriveCommand,
   discardCommand,
   purgeCommand,
+  slotDropCommand,
 ]
 
 const COMMON_HELP = `Options (every command):
