@@ -8,6 +8,7 @@ import type { MixedResult } from './scenarios/mixed.js'
 import type { OrderingResult } from './scenarios/ordering.js'
 import type { PoolerResult } from './scenarios/pooler.js'
 import type { PublishRow } from './scenarios/publish.js'
+import type { WalBenchResult } from './scenarios/wal.js'
 
 /** Everything one bench run writes to bench/results/latest.json. */
 export interface BenchResults {
@@ -31,4 +32,6 @@ export interface BenchResults {
   ordering?: OrderingResult
   backends?: BackendsResult
   pooler?: PoolerResult
+  /** The WAL transport side by side with the table (`--only=wal`). */
+  wal?: WalBenchResult
 }
