@@ -48,7 +48,7 @@ export function createPostgresPublisher<TTx>(spec: PostgresPublisherSpec<TTx>): 
         const wal = postgresWalPublishStatement(outbox, prepared, guarded !== undefined)
         return spec.execute(tx, wal).then((rows) => {
           if (guarded && isPostgresPublishRefused(rows)) throw guarded.refuse()
-          return walPublishResult(outbox, prepared, rows, spec.name)
+          return walPublishResult(outbox, prepared, rows, spec.name, wal)
         })
       }
       const statement = postgresPublishStatement(outbox, prepared, { guarded: guarded !== undefined })

@@ -14,6 +14,10 @@ export interface PostgresWalStatements {
    * nothing was written), `dedup_key` null.
    */
   readonly publish: string
+  /** `publish` without the slot lookup (`inserted` always true): while a recent publish saw the slot. */
+  readonly publishUnchecked: string
+  /** `publishGuarded` without the slot lookup. */
+  readonly publishGuardedUnchecked: string
   /**
    * `publish` that writes only while `POSTGRES_TRANSACTION_MARKER` is in force, else returns one
    * row whose `dedup_key` is `POSTGRES_NOT_IN_TRANSACTION` (same rule as the table's guarded form).
@@ -55,6 +59,10 @@ FROM (SELECT ${slotExists} AS slot) AS s`,
     publishGuarded: `SELECT CASE WHEN g.ok AND g.slot THEN pg_logical_emit_message(true, $1::text, $2::text)::text END AS id,
   CASE WHEN g.ok THEN NULL ELSE '${POSTGRES_NOT_IN_TRANSACTION}' END AS dedup_key, g.slot AS inserted
 FROM (SELECT ${guard} AS ok, ${slotExists} AS slot) AS g`,
+    publishUnchecked: `SELECT pg_logical_emit_message(true, $1::text, $2::text)::text AS id, NULL::text AS dedup_key, true AS inserted`,
+    publishGuardedUnchecked: `SELECT CASE WHEN g.ok THEN pg_logical_emit_message(true, $1::text, $2::text)::text END AS id,
+  CASE WHEN g.ok THEN NULL ELSE '${POSTGRES_NOT_IN_TRANSACTION}' END AS dedup_key, true AS inserted
+FROM (SELECT ${guard} AS ok) AS g`,
     serverCheck: `SELECT current_setting('wal_level') AS wal_level, current_setting('server_version_num')::int AS version`,
     createPublication: `DO $outboxkit$ BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = '${name}') THEN CREATE PUBLICATION ${quoteIdent(name)}; END IF;

@@ -30,12 +30,31 @@ export function postgresWalPublishStatement(
 ): PostgresPublishStatement {
   const { prefix, slot } = walNames(outbox.table)
   const sql = postgresWalStatements(postgresTable(outbox.table), slot)
+  const now = Date.now()
+  const check = now - (slotSeenAt.get(slot) ?? Number.NEGATIVE_INFINITY) >= SLOT_CHECK_EVERY_MS
+  const content = encodeWalContent(messages, now)
+  if (!check) {
+    return {
+      text: guarded ? sql.publishGuardedUnchecked : sql.publishUnchecked,
+      values: [prefix, content],
+      name: guarded ? 'outboxkit_publish_wal_guarded_unchecked' : 'outboxkit_publish_wal_unchecked',
+    }
+  }
   return {
     text: guarded ? sql.publishGuarded : sql.publish,
-    values: [prefix, encodeWalContent(messages, Date.now()), slot],
+    values: [prefix, content, slot],
     name: guarded ? 'outboxkit_publish_wal_guarded' : 'outboxkit_publish_wal',
   }
 }
+
+/**
+ * How long a publish trusts that the slot exists after a publish saw it: the lookup in
+ * `pg_replication_slots` cost a quarter of the publish rate with 16 producers (docs/wal.md), so
+ * it runs once per slot and process every 10 s. A slot dropped in between (`outboxkit slot drop`,
+ * a decommission that loses its unconfirmed messages anyway) is noticed within 10 s.
+ */
+const SLOT_CHECK_EVERY_MS = 10_000
+const slotSeenAt = new Map<string, number>()
 
 /**
  * Every message of a WAL publish is published (no `dedupKey` took this path), unless the rows say
@@ -46,9 +65,15 @@ export function walPublishResult(
   messages: readonly PreparedMessage[],
   rows: readonly Record<string, unknown>[],
   source: string,
+  statement: PostgresPublishStatement,
 ): PublishResult[] {
   const slot = rows[0]?.inserted
-  if (slot !== true && slot !== 't') {
+  const { slot: name } = walNames(outbox.table)
+  if (slot === true || slot === 't') {
+    // A statement that looked the slot up and found it: trust it for SLOT_CHECK_EVERY_MS.
+    if (!statement.name.endsWith('_unchecked')) slotSeenAt.set(name, Date.now())
+  } else {
+    slotSeenAt.delete(name)
     throw new OutboxError(
       'WAL_UNAVAILABLE',
       `the replication slot ${walNames(outbox.table).slot} of table ${outbox.table.display} does not exist, so a message written into the WAL would be lost; nothing was written. Run migrate(outbox, backend) with transport 'wal' (it creates the slot), or use transport 'table'. See docs/wal.md.`,
