@@ -1,5 +1,6 @@
 import { deferred, inPgTransaction, testDatabaseUrl, uniqueTableName, waitFor } from '@outboxkit/conformance'
 import {
+  Cancel,
   createRelay,
   type DeliveredMessage,
   defineOutbox,
@@ -157,6 +158,29 @@ describe.skipIf(skipped !== undefined)('WAL transport on pg', () => {
     expect(all).toEqual([{ id: always.id, topic: 't', state: 'dead', attempts: 3, last_error: 'boom 3' }])
     expect(seen.sort()).toEqual([1, 1, 2, 2, 3])
     expect(r.stats).toMatchObject({ delivered: 1, deadLettered: 1, retried: 3 })
+  })
+
+  it('Cancel dead-letters a WAL message at once (attempts 1, the reason), with keepDelivered the delivered ones are kept', async () => {
+    const outbox = await walOutbox()
+    const r = relay(
+      outbox,
+      {
+        t: async (m) => {
+          if ((m.payload as { cancel?: boolean }).cancel) throw new Cancel('not wanted')
+        },
+      },
+      { keepDelivered: true },
+    )
+    await r.start()
+    const cancelled = await inPgTransaction(pool, (c) =>
+      publish(outbox, c, { topic: 't', payload: { cancel: true } }),
+    )
+    const kept = await inPgTransaction(pool, (c) => publish(outbox, c, { topic: 't', payload: {} }))
+    await waitFor(async () => (await rows(outbox)).length === 2, { what: 'both rows' })
+    const byId = new Map((await rows(outbox)).map((row) => [row.id, row]))
+    expect(byId.get(cancelled.id)).toMatchObject({ state: 'dead', attempts: 1 })
+    expect(String(byId.get(cancelled.id)!.last_error)).toContain('not wanted')
+    expect(byId.get(kept.id)).toMatchObject({ state: 'delivered', attempts: 1, last_error: null })
   })
 
   it('dedupKey, delayMs and ordered topics take the table; the relay delivers both paths', async () => {
