@@ -287,6 +287,23 @@ describe.skipIf(skipped !== undefined)('WAL transport on pg', () => {
     expect(b).toEqual(['3'])
   })
 
+  it('the relay warns when its slot retains more WAL than slotWarnBytes', async () => {
+    const outbox = await walOutbox()
+    const warnings: string[] = []
+    const logger = {
+      debug() {},
+      info() {},
+      warn: (_o: unknown, msg: string) => void warnings.push(msg),
+      error() {},
+    }
+    const r = relay(outbox, { t: async () => {} }, { slotWarnBytes: 1, logger })
+    await r.start()
+    await waitFor(() => warnings.some((w) => w.includes('retains')), { what: 'the slot warning' })
+    expect(warnings.find((w) => w.includes('retains'))).toContain(
+      `replication slot ${walNames(outbox.table).slot} retains`,
+    )
+  })
+
   it('a message of a topic this relay has no handler for moves into the table for a relay that has one', async () => {
     const outbox = await walOutbox()
     const r = relay(outbox, { t: async () => {} })

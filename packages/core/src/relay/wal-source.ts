@@ -154,6 +154,7 @@ export class WalSource {
     this.#standbyLogged = false
     this.#reader = reader
     this.deps.log.log('info', { table }, 'reading the replication slot')
+    void this.#checkHealth()
   }
 
   #retry(ms: number): void {
