@@ -15,6 +15,7 @@ import { runMixedScenario } from './scenarios/mixed.js'
 import { runOrderingScenario } from './scenarios/ordering.js'
 import { runPoolerScenario } from './scenarios/pooler.js'
 import { runPublishScenario } from './scenarios/publish.js'
+import { runWalScenario } from './scenarios/wal.js'
 
 const args = process.argv.slice(2)
 const quick = args.includes('--quick')
@@ -195,6 +196,24 @@ if (wants('forward')) {
     },
     log,
   )
+}
+
+// Only when asked (--only=wal): it needs wal_level = logical (docs/wal.md, scripts/ensure-wal.sh).
+if (only?.has('wal')) {
+  const o = quick
+    ? { producers: 16, publishMs: 3_000, rounds: 2, backlog: 20_000, rates: [1_000], latencyMs: 5_000 }
+    : {
+        producers: 16,
+        publishMs: 8_000,
+        rounds: 3,
+        backlog: 100_000,
+        rates: [1_000, 5_000],
+        latencyMs: 10_000,
+      }
+  log(
+    `\n10. WAL transport vs table: publish (${o.producers} producers, ${o.publishMs / 1000} s, ${o.rounds} interleaved rounds), drain of ${o.backlog.toLocaleString('en')}, latency at ${o.rates.join(', ')} msg/s`,
+  )
+  results.wal = await runWalScenario(url, o, log)
 }
 
 results.meta.finishedAt = new Date().toISOString()

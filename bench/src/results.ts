@@ -9,6 +9,7 @@ import type { MixedResult } from './scenarios/mixed.js'
 import type { OrderingResult } from './scenarios/ordering.js'
 import type { PoolerResult } from './scenarios/pooler.js'
 import type { PublishRow } from './scenarios/publish.js'
+import type { WalBenchResult } from './scenarios/wal.js'
 
 /** Everything one bench run writes to bench/results/latest.json. */
 export interface BenchResults {
@@ -33,4 +34,6 @@ export interface BenchResults {
   backends?: BackendsResult
   pooler?: PoolerResult
   forward?: ForwardResult
+  /** The WAL transport side by side with the table (`--only=wal`). */
+  wal?: WalBenchResult
 }

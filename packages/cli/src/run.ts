@@ -6,6 +6,7 @@ import { dashboardCommand } from './commands/dashboard.js'
 import { deadListCommand, discardCommand, redriveCommand } from './commands/dead.js'
 import { migrateCommand, sqlCommand } from './commands/migrate.js'
 import { purgeCommand } from './commands/purge.js'
+import { slotDropCommand } from './commands/slot.js'
 import { statsCommand } from './commands/stats.js'
 import { type CliIo, createContext } from './context.js'
 import { failureHint } from './hint.js'
@@ -36,6 +37,7 @@ export const commands: readonly Command[] = [
   discardCommand,
   purgeCommand,
   dashboardCommand,
+  slotDropCommand,
 ]
 
 const COMMON_HELP = `Options (every command):

@@ -9,6 +9,7 @@ import { registerMigrateTests } from './backend-suite/migrate.js'
 import { registerPurgeRedriveTests } from './backend-suite/purge-redrive.js'
 import { registerSettleTests } from './backend-suite/settle.js'
 import { openBackendSuite } from './backend-suite/suite.js'
+import { registerWalBackendTests } from './backend-suite/wal.js'
 
 export type { BackendContext, BackendHarness } from './backend-suite/harness.js'
 
@@ -29,5 +30,6 @@ export function runBackendConformance(harness: BackendHarness): void {
     registerExtendLeaseTests(suite)
     registerPurgeRedriveTests(suite)
     registerListenTests(suite)
+    registerWalBackendTests(suite)
   })
 }

@@ -10,6 +10,7 @@ import { registerRefusalTests } from './publish-suite/refusals.js'
 import { registerRelayDeliveryTests } from './publish-suite/relay-delivery.js'
 import { registerSavepointTests } from './publish-suite/savepoints.js'
 import { openPublishSuite } from './publish-suite/suite.js'
+import { registerWalTests } from './publish-suite/wal.js'
 import { registerWriteTests } from './publish-suite/writes.js'
 
 export type { PublishContext, PublishHarness, RefusedHandle } from './publish-suite/harness.js'
@@ -32,5 +33,6 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
     registerBadInputTests(suite)
     registerConcurrencyTests(suite)
     registerRelayDeliveryTests(suite)
+    registerWalTests(suite)
   })
 }

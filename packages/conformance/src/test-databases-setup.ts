@@ -65,6 +65,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       )
     }
   }
+  ensureWal(selection.postgres.url)
   choosePgBouncer(selection.postgres.url)
   ensureBrokers()
   project.provide('testDatabases', { postgres: selection.postgres.url, mysql: selection.mysql?.url ?? null })
@@ -121,4 +122,28 @@ function ensureBrokers(): void {
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   if (run.stderr.trim()) console.log(run.stderr.trim())
+}
+
+/**
+ * Makes the tests' PostgreSQL ready for the WAL transport (wal_level = logical, replication lines
+ * in pg_hba.conf) with scripts/ensure-wal.sh: a no-op when it already is, a restart only when
+ * wal_level must change. When it cannot, sets `OUTBOXKIT_WAL_SKIPPED` to why and says so in one line.
+ */
+function ensureWal(postgresUrl: string): void {
+  const script = fileURLToPath(new URL('../../../scripts/ensure-wal.sh', import.meta.url))
+  const run = spawnSync('bash', [script], {
+    env: { ...process.env, DATABASE_URL: postgresUrl },
+    encoding: 'utf8',
+    timeout: 120_000,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  if (run.status === 0) {
+    if (run.stderr.trim()) console.log(run.stderr.trim())
+    return
+  }
+  const said = run.stderr.trim().split('\n').pop() || run.error?.message || `exit ${run.status}`
+  process.env.OUTBOXKIT_WAL_SKIPPED = said
+  console.log(
+    `[outboxkit] [test-databases] the WAL transport is not available on the tests' PostgreSQL: ${said}`,
+  )
 }

@@ -67,6 +67,10 @@ export {
   postgresArrayLiteral,
   snakeCaseRows,
 } from './dialect/postgres/values.js'
+export { decodeWalContent, encodeWalContent } from './dialect/postgres/wal/message.js'
+export { type WalNames, walNames } from './dialect/postgres/wal/names.js'
+export { formatLsn, parseLsn } from './dialect/postgres/wal/pgoutput.js'
+export type { ReplicationConnection, ReplicationHandlers } from './dialect/postgres/wal/reader.js'
 export {
   type OutboxIndexNames,
   outboxIndexNames,
@@ -156,5 +160,6 @@ export {
   type SyncPublishWriter,
 } from './protocol/publish-pipeline.js'
 export { type Publisher, routePublisher } from './protocol/publisher.js'
+export type { WalMove, WalReader, WalReadHandlers, WalTransaction } from './protocol/wal.js'
 export { backoffDelay } from './relay/backoff.js'
 export { type ResolvedRetryPolicy, resolveRetryPolicy } from './relay/retry.js'

@@ -30,6 +30,7 @@ export type { MessageOptions, PublishMessage, PublishResult } from './outbox/mes
 export type { StandardSchemaV1 } from './outbox/standard-schema.js'
 export type { OutboxBackend, OutboxState } from './protocol/backend.js'
 export type { PublishFn, PublishManyFn } from './protocol/publisher.js'
+export type { OutboxWal, SlotStats } from './protocol/wal.js'
 export { createRelay } from './relay/create-relay.js'
 export type {
   DeadLetterReason,

@@ -191,9 +191,17 @@ describe('defineOutbox options are checked, not guessed', () => {
     return (err as Error).message
   }
 
-  test('an option no outbox has (transport, until a transport exists) → INVALID_CONFIG listing the valid ones', () => {
-    expect(refusal({ transport: 'wal' })).toBe(
-      '[outboxkit] [core] unknown option "transport" for defineOutbox. Valid options: maxPayloadBytes, notify, orderedTopics, table, topics.',
+  test('an option no outbox has → INVALID_CONFIG listing the valid ones', () => {
+    expect(refusal({ channel: 'x' })).toBe(
+      '[outboxkit] [core] unknown option "channel" for defineOutbox. Valid options: maxPayloadBytes, notify, orderedTopics, table, topics, transport.',
+    )
+  })
+
+  test('transport is "table" (default) or "wal"; anything else → INVALID_CONFIG', () => {
+    expect(defineOutbox({}).transport).toBe('table')
+    expect(defineOutbox({ transport: 'wal' }).transport).toBe('wal')
+    expect(refusal({ transport: 'kafka' })).toBe(
+      `[outboxkit] [core] transport must be 'table' or 'wal', got the string "kafka".`,
     )
   })
 

@@ -11,6 +11,7 @@ import {
 } from './backend-options.js'
 import { deadline } from './deadline.js'
 import { listenWithReconnect } from './listener.js'
+import { replicateWithPg } from './replication.js'
 
 export type {
   PgBackendCommonOptions,
@@ -154,6 +155,7 @@ export function pgBackend(options: PgBackendOptions): OutboxBackend {
       )
     },
     listen: (channel, handlers) => listenOnChannel(channel, handlers, checked, pools),
+    replicate: (command, handlers) => replicateWithPg(pools.clientConfig(), command, handlers, timeoutMs),
     close: () => pools.close(),
   })
 }

@@ -39,16 +39,20 @@ export function ledgerTables(prefix: string): LedgerTables {
   }
 }
 
-/** The outbox definition of a run (no schemas, no NOTIFY unless asked). */
-export function runOutbox(tables: LedgerTables, notify = true): Outbox {
-  return defineOutbox({ table: tables.outbox, notify })
+/** The outbox definition of a run (no schemas), on the `'table'` (default) or `'wal'` transport. */
+export function runOutbox(tables: LedgerTables, notify = true, transport: 'table' | 'wal' = 'table'): Outbox {
+  return defineOutbox({ table: tables.outbox, notify, transport })
 }
 
 /** Creates (or recreates, empty) every table of a run on `db`, and migrates its outbox. */
-export async function createLedger(db: LedgerDb, tables: LedgerTables): Promise<Outbox> {
+export async function createLedger(
+  db: LedgerDb,
+  tables: LedgerTables,
+  transport: 'table' | 'wal' = 'table',
+): Promise<Outbox> {
   await dropLedger(db, tables)
   for (const statement of ledgerSql(db.dialect, tables).create) await db.execute(statement)
-  const outbox = runOutbox(tables)
+  const outbox = runOutbox(tables, true, transport)
   await migrate(outbox, db.backend())
   return outbox
 }

@@ -36,6 +36,8 @@ export interface RelayWorkerConfig {
    */
   backendUrl?: string
   tables: LedgerTables
+  /** The outbox's transport (docs/wal.md). Default `'table'`. */
+  transport?: 'table' | 'wal'
   /**
    * The worker's name: PostgreSQL `application_name` of every connection of the worker, to find
    * (and terminate) them. (MySQL connections register their ids in `tables.connections` instead.)

@@ -25,7 +25,7 @@ if (!config) throw new Error(`${RELAY_CONFIG_ENV} is not set`)
 process.stdin.on('end', () => process.exit(3))
 process.stdin.resume()
 
-const outbox = runOutbox(config.tables)
+const outbox = runOutbox(config.tables, true, config.transport ?? 'table')
 const pid = process.pid
 const target: DatabaseTarget = { dialect: config.dialect ?? 'postgres', url: config.url }
 const statements = ledgerSql(target.dialect, config.tables)

@@ -1,4 +1,4 @@
-import { migrate, type Outbox, outboxDdl } from '@outboxkit/core'
+import { defineOutbox, migrate, type Outbox, outboxDdl } from '@outboxkit/core'
 import { mysqlOutboxDdl, sqliteOutboxDdl } from '@outboxkit/core/adapter'
 import type { Command } from '../command.js'
 import { DIALECTS, dialectOfUrl, type OutboxDialect } from '../database-url.js'
@@ -8,18 +8,25 @@ import { UsageError } from '../usage.js'
 export const migrateCommand: Command = {
   name: 'migrate',
   summary: 'create the outbox table and its indexes if missing (idempotent)',
-  usage: 'outboxkit migrate [--table <name>] [--json]',
+  usage: 'outboxkit migrate [--wal] [--table <name>] [--json]',
   details: `Creates the table and its indexes with IF NOT EXISTS, so it is safe to run again and from
 several deploy jobs at once: on PostgreSQL behind a transaction-scoped advisory lock, on
 MySQL/MariaDB as one CREATE TABLE with its indexes, on SQLite in one BEGIN IMMEDIATE transaction
 (the database file is created if missing; every other command refuses a missing file). Needs the
-CREATE privilege. To use your own migration tool instead, see \`outboxkit sql\`.`,
-  options: {},
-  async run(_values, ctx) {
-    await migrate(ctx.outbox, await ctx.backend())
+CREATE privilege. To use your own migration tool instead, see \`outboxkit sql\`.
+
+Options:
+  --wal            also create the replication slot of a transport 'wal' outbox (PostgreSQL 14+
+                   with wal_level = logical, docs/wal.md)`,
+  options: { wal: { type: 'boolean', default: false } },
+  async run(values, ctx) {
+    const wal = values.wal === true
+    const outbox = wal ? defineOutbox({ table: ctx.outbox.table.display, transport: 'wal' }) : ctx.outbox
+    await migrate(outbox, await ctx.backend())
     ctx.print(
-      { table: ctx.outbox.table.display, migrated: true },
-      () => `migrated ${ctx.outbox.table.display}: table and indexes are in place`,
+      { table: outbox.table.display, migrated: true, ...(wal ? { slot: true } : {}) },
+      () =>
+        `migrated ${outbox.table.display}: table and indexes${wal ? ', publication and replication slot' : ''} are in place`,
     )
   },
 }

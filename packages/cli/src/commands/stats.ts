@@ -17,10 +17,13 @@ Options:
   --delivered      also count delivered rows (kept with keepDelivered: true); a full scan`,
   options: { delivered: { type: 'boolean', default: false } },
   async run(values, ctx) {
-    const stats = await outboxStats(ctx.outbox, await ctx.backend(), {
+    const backend = await ctx.backend()
+    const stats = await outboxStats(ctx.outbox, backend, {
       includeDelivered: values.delivered === true,
     })
-    ctx.print({ table: ctx.outbox.table.display, ...stats }, () => {
+    // The WAL transport's slot, when the table has one (docs/wal.md): its name derives from the table.
+    const slot = backend.wal ? await backend.wal.slotStats(ctx.outbox) : null
+    ctx.print({ table: ctx.outbox.table.display, ...stats, ...(slot ? { slot } : {}) }, () => {
       const withDelivered = stats.states.delivered !== null
       const states: [string, number][] = [
         ['pending', stats.states.pending],
@@ -40,6 +43,14 @@ Options:
         `oldest pending   ${formatDuration(stats.oldestPendingAgeMs)}`,
         `oldest due lag   ${formatDuration(stats.oldestDueLagMs)}`,
         `dead             ${stats.dead}`,
+        ...(slot
+          ? [
+              '',
+              `slot ${slot.slot}   ${slot.active ? 'read by a relay' : 'NOT READ (no relay)'}, wal_status ${slot.walStatus ?? '-'}`,
+              `slot retained    ${slot.retainedBytes} bytes of WAL`,
+              `slot lag         ${slot.lagBytes} bytes since the last confirmation`,
+            ]
+          : []),
       ]
       if (stats.topics.length > 0) {
         const header = [

@@ -16,6 +16,14 @@ import { assertAdminCall, assertBackend, messageSelection } from './checks.js'
 export async function migrate(outbox: Outbox<any>, backend: OutboxBackend): Promise<void> {
   assertOutbox(outbox, 'migrate')
   assertBackend(backend, 'migrate')
+  if (outbox.transport === 'wal' && backend.dialect !== 'postgres') {
+    // PostgreSQL backends refuse on their own when they cannot (PGlite, wal_level, version).
+    throw new OutboxError(
+      'WAL_UNAVAILABLE',
+      `transport 'wal' needs PostgreSQL 14+ (logical decoding), and ${backend.name} is ${backend.dialect}: nothing was created. Use transport 'table' here. See docs/wal.md.`,
+      { source: backend.name },
+    )
+  }
   await backend.migrate(outbox)
 }
 

@@ -1,5 +1,6 @@
 import type { Outbox } from '../outbox/define-outbox.js'
 import type { OutboxBackend, OutboxState, StatsRow } from '../protocol/backend.js'
+import type { SlotStats } from '../protocol/wal.js'
 import { adminBackend } from './checks.js'
 
 /** Counts of one topic, by state, in {@link OutboxStats}. */
@@ -36,6 +37,11 @@ export interface OutboxStats {
   readonly oldestDueLagMs: number | null
   /** Dead-lettered messages (same as `states.dead`). */
   readonly dead: number
+  /**
+   * `transport: 'wal'` only: the replication slot's retained WAL and lag in bytes, whether a relay
+   * reads it (`null` when the slot does not exist). Absent for `'table'` outboxes. See docs/wal.md.
+   */
+  readonly slot?: SlotStats | null
 }
 
 /** Options of {@link outboxStats}. */
@@ -126,5 +132,7 @@ export async function outboxStats(
   })
   const includeDelivered = options.includeDelivered === true
   const rows = await can.stats({ table: outbox.table, includeDelivered })
-  return summarizeStats(rows, includeDelivered)
+  const stats = summarizeStats(rows, includeDelivered)
+  if (outbox.transport !== 'wal' || !backend.wal) return stats
+  return { ...stats, slot: await backend.wal.slotStats(outbox) }
 }

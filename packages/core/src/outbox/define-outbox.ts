@@ -79,6 +79,15 @@ export interface DefineOutboxOptions<TTopics extends TopicSchemas | undefined = 
    * @defaultValue `true`
    */
   notify?: boolean
+  /**
+   * How messages travel from `publish` to the relay. `'table'` (default): a row in the outbox
+   * table. `'wal'` (PostgreSQL 14+ with `wal_level = logical`): a message written into the
+   * write-ahead log in the caller's transaction (`pg_logical_emit_message`), read by the relay from
+   * a logical replication slot that `migrate` creates; messages with a `dedupKey`, a `delayMs` or
+   * an ordered topic still take the table, and a message whose handler fails moves into it. See
+   * docs/wal.md.
+   */
+  transport?: 'table' | 'wal'
 }
 
 /**
@@ -104,6 +113,8 @@ export interface Outbox<TTopics extends TopicSchemas | undefined = TopicSchemas 
   readonly channel: string
   /** Whether publish queues a NOTIFY on {@link Outbox.channel}. */
   readonly notify: boolean
+  /** How messages travel (see {@link DefineOutboxOptions.transport}). */
+  readonly transport: 'table' | 'wal'
 }
 
 /** The topic names an outbox accepts: its schema keys, or any string without `topics`. */
@@ -131,6 +142,7 @@ const OUTBOX_OPTIONS = [
   'orderedTopics',
   'maxPayloadBytes',
   'notify',
+  'transport',
 ] as const satisfies readonly (keyof DefineOutboxOptions)[]
 /** Every field of an {@link OrderedTopicOptions} entry. */
 const ORDERED_TOPIC_OPTIONS = [
@@ -208,6 +220,13 @@ export function defineOutbox<TTopics extends TopicSchemas | undefined = undefine
       `notify must be true or false, got ${formatValue(options.notify)}.`,
     )
   }
+  const transport = options.transport ?? 'table'
+  if (transport !== 'table' && transport !== 'wal') {
+    throw new OutboxError(
+      'INVALID_CONFIG',
+      `transport must be 'table' or 'wal', got ${formatValue(options.transport)}.`,
+    )
+  }
   const { ordered, continues } = parseOrderedTopics(options.orderedTopics, topics)
   // Lower case: an unquoted LISTEN folds case, pg_notify does not.
   const channel = `outboxkit_${table.schema ? `${table.schema}_` : ''}${table.name}`
@@ -223,6 +242,7 @@ export function defineOutbox<TTopics extends TopicSchemas | undefined = undefine
     maxPayloadBytes,
     channel,
     notify: options.notify ?? true,
+    transport,
   })
 }
 

@@ -9,6 +9,9 @@
  * - `BROKER`: a message broker refused a forwarded message, or its connection or channel was
  *   lost before it confirmed (see `cause`); the relay retries it with backoff.
  * - `RELAY_STATE`: a relay operation is not allowed in the relay's current state.
+ * - `WAL_UNAVAILABLE`: `transport: 'wal'` was asked of a database that cannot do it (not
+ *   PostgreSQL, PGlite, `wal_level` not `logical`, no replication permission, a backend without a
+ *   replication client); the message says what to change.
  */
 export type OutboxErrorCode =
   | 'NOT_IN_TRANSACTION'
@@ -18,6 +21,7 @@ export type OutboxErrorCode =
   | 'DATABASE'
   | 'BROKER'
   | 'RELAY_STATE'
+  | 'WAL_UNAVAILABLE'
 
 /** Options accepted by the {@link OutboxError} constructor. */
 export interface OutboxErrorOptions {

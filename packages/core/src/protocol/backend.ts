@@ -1,5 +1,6 @@
 import type { Outbox, TableRef } from '../outbox/define-outbox.js'
 import type { OutboxDialect } from '../outbox/dialect.js'
+import type { OutboxWal } from './wal.js'
 
 /** The fields of a message row that {@link ClaimedRow} and {@link DeadRow} share. */
 export interface MessageRowFields {
@@ -295,6 +296,11 @@ export interface OutboxBackend {
   discard?(request: DiscardRequest): Promise<number>
   /** Optional: keys of ordered topics held back by a dead (or retrying) head, in one statement. */
   blockedKeys?(request: BlockedKeysRequest): Promise<BlockedKeyRow[]>
+  /**
+   * Optional: the WAL transport (`transport: 'wal'`, PostgreSQL only): `migrate` then also creates
+   * the slot, and the relay reads it. See docs/wal.md.
+   */
+  wal?: OutboxWal
   /** Releases connections the backend created itself. Using the backend later reopens them. */
   close(): Promise<void>
 }

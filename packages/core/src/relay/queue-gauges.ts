@@ -49,7 +49,7 @@ export class QueueGauges {
     }
     const m = instruments(a)
     const callback = (result: BatchResult) => this.#observe(m, result)
-    const observables = [m.queueDepth, m.oldestPendingAge, m.oldestDueLag]
+    const observables = [m.queueDepth, m.oldestPendingAge, m.oldestDueLag, m.slotRetained, m.slotLag]
     m.meter.addBatchObservableCallback(callback as never, observables)
     this.#registered = { meter: m.meter, observables, callback }
   }
@@ -82,6 +82,10 @@ export class QueueGauges {
     }
     result.observe(m.oldestPendingAge, (stats.oldestPendingAgeMs ?? 0) / 1000, base)
     result.observe(m.oldestDueLag, (stats.oldestDueLagMs ?? 0) / 1000, base)
+    if (stats.slot) {
+      result.observe(m.slotRetained, stats.slot.retainedBytes, base)
+      result.observe(m.slotLag, stats.slot.lagBytes, base)
+    }
   }
 
   #read(): Promise<OutboxStats | undefined> {
@@ -90,8 +94,12 @@ export class QueueGauges {
     if (last && Date.now() - last.at < statsIntervalMs) return Promise.resolve(last.value)
     this.#reading ??= backend.stats!({ table: outbox.table, includeDelivered: keepDelivered })
       .then(
-        (rows) => {
-          this.#last = { at: Date.now(), value: summarizeStats(rows, keepDelivered) }
+        async (rows) => {
+          const summary = summarizeStats(rows, keepDelivered)
+          // The WAL transport's slot (docs/wal.md): its retained WAL is the number to alert on.
+          const slot =
+            outbox.transport === 'wal' && backend.wal ? await backend.wal.slotStats(outbox) : undefined
+          this.#last = { at: Date.now(), value: slot === undefined ? summary : { ...summary, slot } }
           return this.#last.value
         },
         (error) => {

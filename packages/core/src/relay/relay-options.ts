@@ -29,6 +29,7 @@ const RELAY_OPTION_NAMES = [
   'notify',
   'keepDelivered',
   'graceMs',
+  'slotWarnBytes',
   'logger',
   'telemetry',
 ] as const satisfies readonly (keyof RelayOptions<Outbox>)[]
@@ -57,6 +58,9 @@ export interface ResolvedRelayOptions {
   readonly graceMs: number
   /** Set when some of the topics are ordered: claim only each key's head. */
   readonly ordering: ClaimRequest['ordering']
+  /** Read the outbox's replication slot (`transport: 'wal'` and a topic that can travel in the WAL). */
+  readonly wal: boolean
+  readonly slotWarnBytes: number
 }
 
 function invalid(message: string): OutboxError {
@@ -100,7 +104,27 @@ export function resolveRelayOptions(outbox: Outbox, options: RelayOptions<Outbox
     ordering: topics.some((t) => outbox.orderedTopics.has(t))
       ? { continueAfterDead: [...outbox.deadLetterContinues] }
       : undefined,
+    ...walOptions(outbox, options, backend, topics),
   }
+}
+
+/** Whether the relay reads the slot: only with `transport: 'wal'` and a topic that is not ordered (those stay in the table). */
+function walOptions(
+  outbox: Outbox,
+  options: RelayOptions<Outbox>,
+  backend: OutboxBackend,
+  topics: readonly string[],
+): { wal: boolean; slotWarnBytes: number } {
+  const slotWarnBytes = positiveInt('slotWarnBytes', options.slotWarnBytes, 1024 ** 3, 'relay')
+  const wal = outbox.transport === 'wal' && topics.some((t) => !outbox.orderedTopics.has(t))
+  if (wal && !backend.wal) {
+    throw new OutboxError(
+      'WAL_UNAVAILABLE',
+      `transport 'wal' needs a backend that reads a replication slot, and ${backend.name} does not${backend.dialect === 'postgres' ? ' (PGlite cannot stream one)' : ` (${backend.dialect} has no logical replication)`}. Use pgBackend from @outboxkit/pg on PostgreSQL 14+ with wal_level = logical, or transport 'table'. See docs/wal.md.`,
+      { source: 'relay' },
+    )
+  }
+  return { wal, slotWarnBytes }
 }
 
 function resolveHandlers(outbox: Outbox, given: RelayOptions<Outbox>['handlers']): Map<string, Handler> {

@@ -17,6 +17,7 @@ import type { RelayTelemetry } from './relay-telemetry.js'
 import type { Relay, RelayEvents, RelayStats, StopOptions } from './relay-types.js'
 import type { Settler } from './settler.js'
 import { listenForWakeups } from './wake-listener.js'
+import { createWalParts, type WalParts } from './wal-parts.js'
 
 /** What a relay is made of, besides its own parts. */
 export interface RelayCollaborators {
@@ -48,6 +49,8 @@ export class RelayRunner implements Relay {
   readonly #leases: LeaseKeeper
   readonly #settler: Settler
   readonly #delivery: DeliveryDeps
+  /** The replication slot's source and settler (`transport: 'wal'`), absent otherwise. */
+  readonly #wal: WalParts | undefined
   #subscription: WakeSubscription | undefined
 
   /** @param collaborators - the outbox, the resolved options, the logger and the telemetry */
@@ -72,6 +75,14 @@ export class RelayRunner implements Relay {
       retry: o.retry,
       onOutcome: (entry, outcome) => this.#onOutcome(entry, outcome),
     }
+    this.#wal = o.wal
+      ? createWalParts(collaborators, {
+          freeSlots: () => this.#slots.free(),
+          onRows: (rows) => this.#onWalRows(rows),
+          onWritten: (batch) => this.#onWritten(batch, undefined),
+          reportError: (error, during) => this.#reportError(error, during),
+        })
+      : undefined
   }
 
   /** Whether the relay is running. */
@@ -97,7 +108,9 @@ export class RelayRunner implements Relay {
   /** Starts claiming and delivering; resolves once running. */
   async start(): Promise<void> {
     if (this.#lifecycle.stopping) await this.#lifecycle.stopping
+    if (this.#wal && !this.#lifecycle.running) await this.#c.options.backend.wal!.check()
     if (!this.#lifecycle.toRunning()) return
+    this.#wal?.source.start()
     this.#claimer.start()
     this.#leases.start()
     if (this.#c.options.notify) {
@@ -148,12 +161,14 @@ export class RelayRunner implements Relay {
       this.#abandon(entry, 'the relay is stopping and the grace period ended')
     this.#leases.stop()
     // Give queued settles a last, bounded chance; anything left is re-delivered after its lease.
-    if (this.#settler.busy) {
-      this.#settler.retryNow()
+    const settlers = this.#wal ? [this.#settler, this.#wal.settler] : [this.#settler]
+    if (settlers.some((s) => s.busy)) {
+      for (const s of settlers) s.retryNow()
       await within(this.#slots.whenIdle(), Math.max(1_000, graceMs))
-      this.#settler.cancelRetry()
+      for (const s of settlers) s.cancelRetry()
     }
     await within(this.#claimer.whenIdle(), Math.max(1_000, graceMs))
+    await this.#wal?.source.stop()
     // Also when the relay never started: a connection-string backend opened by migrate() must
     // not keep the process alive. A backend never closes what it was given.
     await this.#c.options.backend.close().catch((error) => this.#reportError(error, 'settle'))
@@ -173,6 +188,18 @@ export class RelayRunner implements Relay {
     for (const entry of taken) deliver(entry, this.#delivery)
   }
 
+  /** Messages read from the replication slot: a slot each and their handler, no lease (no row to lease). */
+  #onWalRows(rows: readonly ClaimedRow[]): void {
+    this.#counters.claimed += rows.length
+    if (this.#emitter.has('claimed'))
+      this.#emitter.emit('claimed', { count: rows.length, limit: rows.length })
+    const leaseUntil = Number.POSITIVE_INFINITY
+    for (const row of rows) {
+      if (!this.#lifecycle.running) return
+      deliver(this.#slots.take(row, leaseUntil), this.#delivery)
+    }
+  }
+
   #onDeadAtClaim(row: ClaimedRow): void {
     announceDeadAtClaim(row, this.#emitter, this.#counters)
     // A dead head that does not block its key: the key's next message is claimable now.
@@ -185,7 +212,8 @@ export class RelayRunner implements Relay {
     this.#leases.unwatch(entry)
     // With maxPendingOutcomes the slot runs the next message while the outcome waits for its settle.
     if (this.#c.options.maxPendingOutcomes > 0) this.#claimer.pumpSoon()
-    this.#settler.enqueue(outcome)
+    if (this.#wal?.source.owns(entry.row)) this.#wal.settler.enqueue(outcome)
+    else this.#settler.enqueue(outcome)
   }
 
   /** A batch of outcomes was written: free the slots, announce, then claim once for the batch. */
@@ -205,6 +233,7 @@ export class RelayRunner implements Relay {
     // A settled head of an ordered key: the key's next message may be claimable now.
     if (headDone) this.#claimer.want()
     this.#claimer.pump()
+    this.#wal?.source.pump()
   }
 
   /** Gives up a running handler (its lease lapsed, or the relay stops): aborted, never settled. */
@@ -220,6 +249,7 @@ export class RelayRunner implements Relay {
     this.#leases.unwatch(entry)
     this.#slots.release(entry)
     this.#claimer.pump()
+    this.#wal?.source.pump()
   }
 
   #reportError(error: unknown, during: RelayEvents['error']['during']): void {

@@ -111,6 +111,11 @@ export interface RelayOptions<O extends Outbox<any>> {
    */
   graceMs?: number
   /**
+   * `transport: 'wal'`: the relay warns (a log line) when its replication slot retains more WAL
+   * than this, in bytes. Default 1 GiB. See docs/wal.md, "Slot safety".
+   */
+  slotWarnBytes?: number
+  /**
    * Where the relay logs: any object with `debug`/`info`/`warn`/`error` (pino, console, ...).
    * Start/stop, claim and settle errors with their backoff, LISTEN reconnects, retries and dead
    * letters; nothing on the success path. Default: silent.

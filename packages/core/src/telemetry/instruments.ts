@@ -51,6 +51,14 @@ function createInstruments(provider: ReturnType<Api['metrics']['getMeterProvider
       unit: 's',
       description: 'How late the oldest due message is',
     }),
+    slotRetained: meter.createObservableGauge(metricNames.slotRetained, {
+      unit: 'By',
+      description: "WAL retained by the outbox's replication slot",
+    }),
+    slotLag: meter.createObservableGauge(metricNames.slotLag, {
+      unit: 'By',
+      description: "WAL written since the replication slot's last confirmation",
+    }),
   }
 }
 

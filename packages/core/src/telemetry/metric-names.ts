@@ -24,4 +24,8 @@ export const metricNames = {
   oldestPendingAge: 'outboxkit.queue.oldest_pending.age',
   /** Gauge, seconds: how late the oldest due message is (0 when none is due). */
   oldestDueLag: 'outboxkit.queue.oldest_due.lag',
+  /** Gauge, bytes: WAL the outbox's replication slot retains (`transport: 'wal'`, docs/wal.md). */
+  slotRetained: 'outboxkit.slot.retained',
+  /** Gauge, bytes: WAL written since the slot's last confirmation (`transport: 'wal'`). */
+  slotLag: 'outboxkit.slot.lag',
 } as const

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { testDatabaseUrl, testMysqlUri, uniqueTableName } from '@outboxkit/conformance'
 import type { Outbox, OutboxDialect } from '@outboxkit/core'
+import { pollUntil } from '../../src/database.js'
 import { createLedger, dropLedger, type LedgerTables, ledgerTables } from '../../src/ledger.js'
 import { type DatabaseTarget, type LedgerDb, openLedgerDb } from '../../src/ledger-db.js'
 import { RelayFleet, type RelayFleetOptions } from '../../src/relay-fleet.js'
@@ -57,13 +58,16 @@ export async function fleetFixture(
     relay?: Partial<RelayWorkerConfig['relay']>
     handler?: Partial<RelayWorkerConfig['handler']>
     pooler?: string
+    /** The outbox's transport; with `'wal'` the run's slot is dropped by `close()`. */
+    transport?: 'table' | 'wal'
   } & Pick<RelayFleetOptions, 'restartOnDeath'> = {},
 ): Promise<FleetFixture> {
   const target = testTarget(dialect, name)
   const prefix = `okrel_${name}_${process.pid}_${++runs}`
   const tables = ledgerTables(prefix)
   const db = await openLedgerDb(target, { max: 8 })
-  const outbox = await createLedger(db, tables)
+  const transport = overrides.transport ?? 'table'
+  const outbox = await createLedger(db, tables, transport)
   const { pooler } = overrides
   const producerDb = pooler === undefined ? db : await openLedgerDb({ dialect, url: pooler }, { max: 4 })
   const fleet = new RelayFleet({
@@ -75,6 +79,7 @@ export async function fleetFixture(
       url: target.url,
       ...(pooler === undefined ? {} : { backendUrl: pooler }),
       tables,
+      transport,
       applicationName: `${prefix.slice(0, 50)}_r${n}`,
       commandTimeoutMs: 15_000,
       relay: {
@@ -99,10 +104,22 @@ export async function fleetFixture(
     fleet,
     async close() {
       await fleet.stop(5_000).catch(() => {})
+      if (transport === 'wal') await dropSlotWhenIdle(db, outbox)
       if (producerDb !== db) await producerDb.close()
       await dropLedger(db, tables).catch(() => {})
       await db.close()
       target.dispose()
     },
   }
+}
+
+/** Drops the run's replication slot once no relay reads it (a forgotten slot retains WAL on the shared server). */
+async function dropSlotWhenIdle(db: LedgerDb, outbox: Outbox): Promise<void> {
+  const wal = db.backend().wal
+  if (!wal) return
+  await pollUntil(async () => (await wal.slotStats(outbox))?.active !== true, {
+    timeoutMs: 30_000,
+    what: 'the replication slot to be released',
+  }).catch(() => {})
+  await wal.dropSlot(outbox).catch(() => {})
 }

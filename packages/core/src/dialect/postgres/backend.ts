@@ -27,6 +27,8 @@ import {
   statsRowFrom,
 } from '../../protocol/backend-rows.js'
 import { postgresStatements } from './statements.js'
+import type { ReplicationConnection, ReplicationHandlers } from './wal/reader.js'
+import { createPostgresWal, migrateWal, walUnavailable } from './wal/wal.js'
 
 /**
  * The small slice of a PostgreSQL driver a relay backend needs. `@outboxkit/pg`,
@@ -46,6 +48,12 @@ export interface PostgresExecutor {
   exec(script: string): Promise<void>
   /** Optional LISTEN support on a dedicated connection that reconnects by itself. */
   listen?(channel: string, handlers: WakeHandlers): Promise<WakeSubscription>
+  /**
+   * Optional: a replication client for the WAL transport (docs/wal.md). Opens a connection with
+   * `replication=database`, sends `command` (START_REPLICATION) and resolves once the server
+   * streams (CopyBoth), or rejects with the server's error (its SQLSTATE in `code`).
+   */
+  replicate?(command: string, handlers: ReplicationHandlers): Promise<ReplicationConnection>
   /** Releases what the executor created itself (never a user's pool). */
   close(): Promise<void>
 }
@@ -264,6 +272,13 @@ function postgresListings(
   }
 }
 
+function noReplication(source: string) {
+  return walUnavailable(
+    source,
+    `transport 'wal' needs a backend with a replication client, and ${source} has none (PGlite cannot stream a replication slot). Use pgBackend from @outboxkit/pg on a PostgreSQL 14+ server, or transport 'table'.`,
+  )
+}
+
 /**
  * Builds an {@link OutboxBackend} for PostgreSQL from a {@link PostgresExecutor}, using core's
  * SQL: claim with `FOR UPDATE SKIP LOCKED` and a lease, attempts at claim, dead-letter at claim,
@@ -276,11 +291,13 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
     name: source,
     dialect: 'postgres',
     async migrate(outbox: Outbox) {
+      if (outbox.transport === 'wal' && !executor.replicate) throw noReplication(source)
       try {
         await executor.exec(postgresStatements(outbox.table).migrate)
       } catch (err) {
         throw toOutboxError(err, source, `migrate of table ${outbox.table.display}`)
       }
+      if (outbox.transport === 'wal') await migrateWal(run, source, outbox)
     },
     claim: postgresClaim(run),
     settle: postgresSettle(run),
@@ -289,6 +306,7 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
     ...postgresListings(run),
     close: () => executor.close(),
   }
+  if (executor.replicate) backend.wal = createPostgresWal(run, executor.replicate.bind(executor), source)
   if (executor.listen) {
     const listen = executor.listen.bind(executor)
     backend.listen = (channel: string, handlers: WakeHandlers) => listen(channel, handlers)

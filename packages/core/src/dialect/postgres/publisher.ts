@@ -9,6 +9,7 @@ import {
   readPostgresPublishResult,
 } from './publish-statement.js'
 import type { POSTGRES_TRANSACTION_MARKER } from './statements.js'
+import { postgresWalPublishStatement, takesWalPath, walPublishResult } from './wal/publish.js'
 
 /** What an adapter tells {@link createPostgresPublisher} about its driver or ORM. */
 export interface PostgresPublisherSpec<TTx> {
@@ -32,7 +33,8 @@ export interface PostgresPublisherSpec<TTx> {
 /**
  * Builds an adapter's `publish` and `publishMany` for PostgreSQL on the one publish pipeline
  * (validate, check the transaction, trace, write, map errors): every message, and the relay's
- * NOTIFY wake-up, is written with one statement on the caller's transaction. Nothing is written
+ * NOTIFY wake-up, is written with one statement on the caller's transaction; with
+ * `transport: 'wal'`, into the write-ahead log (`pg_logical_emit_message`, docs/wal.md). Nothing is written
  * when a check fails. With `@opentelemetry/api` installed, the statement runs in a PRODUCER span
  * whose W3C `traceparent` goes into each message's headers (see docs/operations.md, "Tracing").
  */
@@ -42,6 +44,13 @@ export function createPostgresPublisher<TTx>(spec: PostgresPublisherSpec<TTx>): 
     name: spec.name,
     checkTransaction: (handle) => spec.checkTransaction(handle),
     write(outbox: Outbox, tx: TTx, prepared: PreparedMessage[]): Promise<PublishResult[]> {
+      if (takesWalPath(outbox, prepared)) {
+        const wal = postgresWalPublishStatement(outbox, prepared, guarded !== undefined)
+        return spec.execute(tx, wal).then((rows) => {
+          if (guarded && isPostgresPublishRefused(rows)) throw guarded.refuse()
+          return walPublishResult(outbox, prepared, rows, spec.name, wal)
+        })
+      }
       const statement = postgresPublishStatement(outbox, prepared, { guarded: guarded !== undefined })
       return spec.execute(tx, statement).then((rows) => {
         if (guarded && isPostgresPublishRefused(rows)) throw guarded.refuse()

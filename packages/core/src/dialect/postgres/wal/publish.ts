@@ -1,0 +1,84 @@
+import type { Outbox } from '../../../outbox/define-outbox.js'
+import { OutboxError } from '../../../outbox/errors.js'
+import type { PreparedMessage, PublishResult } from '../../../outbox/message.js'
+import type { PostgresPublishStatement } from '../publish-statement.js'
+import { postgresTable } from '../statements/table.js'
+import { postgresWalStatements } from '../statements/wal.js'
+import { encodeWalContent } from './message.js'
+import { walNames } from './names.js'
+
+/**
+ * Whether `messages` (one publish call) go into the WAL: the outbox has `transport: 'wal'` and no
+ * message needs the table. A `dedupKey` needs the table's unique index to find an earlier message;
+ * a `delayMs` needs a row that waits (the slot delivers in commit order and cannot hold a message
+ * back without holding back every later one); an ordered topic needs the table's per-key sequence
+ * and head-of-key claim. A batch with any of them goes into the table whole: one statement.
+ */
+export function takesWalPath(outbox: Outbox, messages: readonly PreparedMessage[]): boolean {
+  if (outbox.transport !== 'wal') return false
+  for (const m of messages) {
+    if (m.dedupKey !== null || m.delayMs > 0 || outbox.orderedTopics.has(m.topic)) return false
+  }
+  return true
+}
+
+/** The one statement that writes `messages` into the WAL in the caller's transaction. */
+export function postgresWalPublishStatement(
+  outbox: Outbox,
+  messages: readonly PreparedMessage[],
+  guarded: boolean,
+): PostgresPublishStatement {
+  const { prefix, slot } = walNames(outbox.table)
+  const sql = postgresWalStatements(postgresTable(outbox.table), slot)
+  const now = Date.now()
+  const check = now - (slotSeenAt.get(slot) ?? Number.NEGATIVE_INFINITY) >= SLOT_CHECK_EVERY_MS
+  const content = encodeWalContent(messages, now)
+  if (!check) {
+    return {
+      text: guarded ? sql.publishGuardedUnchecked : sql.publishUnchecked,
+      values: [prefix, content],
+      name: guarded ? 'outboxkit_publish_wal_guarded_unchecked' : 'outboxkit_publish_wal_unchecked',
+    }
+  }
+  return {
+    text: guarded ? sql.publishGuarded : sql.publish,
+    values: [prefix, content, slot],
+    name: guarded ? 'outboxkit_publish_wal_guarded' : 'outboxkit_publish_wal',
+  }
+}
+
+/**
+ * How long a publish trusts that the slot exists after a publish saw it: the lookup in
+ * `pg_replication_slots` cost a quarter of the publish rate with 16 producers (docs/wal.md), so
+ * it runs once per slot and process every 10 s. A slot dropped in between (`outboxkit slot drop`,
+ * a decommission that loses its unconfirmed messages anyway) is noticed within 10 s.
+ */
+const SLOT_CHECK_EVERY_MS = 10_000
+const slotSeenAt = new Map<string, number>()
+
+/**
+ * Every message of a WAL publish is published (no `dedupKey` took this path), unless the rows say
+ * the outbox has no slot: then nothing was written, and this throws `WAL_UNAVAILABLE`.
+ */
+export function walPublishResult(
+  outbox: Outbox,
+  messages: readonly PreparedMessage[],
+  rows: readonly Record<string, unknown>[],
+  source: string,
+  statement: PostgresPublishStatement,
+): PublishResult[] {
+  const slot = rows[0]?.inserted
+  const { slot: name } = walNames(outbox.table)
+  if (slot === true || slot === 't') {
+    // A statement that looked the slot up and found it: trust it for SLOT_CHECK_EVERY_MS.
+    if (!statement.name.endsWith('_unchecked')) slotSeenAt.set(name, Date.now())
+  } else {
+    slotSeenAt.delete(name)
+    throw new OutboxError(
+      'WAL_UNAVAILABLE',
+      `the replication slot ${walNames(outbox.table).slot} of table ${outbox.table.display} does not exist, so a message written into the WAL would be lost; nothing was written. Run migrate(outbox, backend) with transport 'wal' (it creates the slot), or use transport 'table'. See docs/wal.md.`,
+      { source },
+    )
+  }
+  return messages.map((m) => ({ id: m.id, published: true }))
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Makes the tests' PostgreSQL ready for the WAL transport (docs/wal.md): wal_level = logical and
+# replication lines in pg_hba.conf. Idempotent: when both are already there it changes nothing and
+# restarts nothing. Run by .ci/run after ensure-postgres.sh and by the tests' vitest globalSetup;
+# by hand: `bash scripts/ensure-wal.sh`.
+#
+# - wal_level: `ALTER SYSTEM SET wal_level = logical`, then ONE restart
+#   (`pg_ctlcluster --skip-systemctl-redirect <version> main restart -m fast`), only when the
+#   running value is not already logical. A restart cuts every open connection on that server.
+# - pg_hba.conf: adds `host replication all 127.0.0.1/32 trust` and `local replication all trust`
+#   when missing, then reloads (no restart).
+# - Only for a server on this machine (DATABASE_URL's host 127.0.0.1/localhost, or the default
+#   postgres://postgres@127.0.0.1:5432/test) that we may administer (root or the postgres user).
+#   For any other server it only reports what is missing.
+# Prints what it did on stderr; exit 1 with the reason when the server cannot be made ready.
+set -euo pipefail
+URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}
+say() { echo "[outboxkit] [wal] $*" >&2; }
+q() { psql "$URL" -X -qtAc "$1"; }
+
+wal_level=$(q 'SHOW wal_level') || { say "cannot connect to $URL"; exit 1; }
+host=$(node -e 'console.log(new URL(process.argv[1]).hostname)' "$URL")
+local_server=false
+case $host in 127.0.0.1 | localhost | '[::1]' | ::1) local_server=true ;; esac
+hba_ok=$(q "SELECT count(*) >= 1 FROM pg_hba_file_rules WHERE 'replication' = ANY(database) AND error IS NULL AND (type = 'local' OR address = '127.0.0.1')")
+
+if [ "$wal_level" = logical ] && [ "$hba_ok" = t ]; then exit 0; fi
+if [ "$local_server" != true ] || ! command -v pg_ctlcluster >/dev/null 2>&1; then
+  say "PostgreSQL at $host has wal_level=$wal_level and replication lines in pg_hba.conf: $hba_ok; the WAL transport needs wal_level=logical and a replication line (see docs/wal.md). Not a server this script manages: change it by hand."
+  exit 1
+fi
+version=$(q "SELECT current_setting('server_version_num')::int / 10000")
+restart=false
+if [ "$hba_ok" != t ]; then
+  hba=$(q 'SHOW hba_file')
+  grep -Eq '^[[:space:]]*host[[:space:]]+replication[[:space:]]+all[[:space:]]+127\.0\.0\.1/32' "$hba" \
+    || printf 'host    replication     all             127.0.0.1/32            trust\n' >>"$hba"
+  grep -Eq '^[[:space:]]*local[[:space:]]+replication[[:space:]]+all' "$hba" \
+    || printf 'local   replication     all                                     trust\n' >>"$hba"
+  say "added replication lines to $hba"
+  q 'SELECT pg_reload_conf()' >/dev/null
+fi
+if [ "$wal_level" != logical ]; then
+  q 'ALTER SYSTEM SET wal_level = logical' >/dev/null
+  say "wal_level was $wal_level: set to logical, restarting PostgreSQL $version"
+  pg_ctlcluster --skip-systemctl-redirect "$version" main restart -m fast
+  restart=true
+fi
+for _ in $(seq 1 30); do pg_isready -h 127.0.0.1 -q && break; sleep 1; done
+[ "$(q 'SHOW wal_level')" = logical ] || { say "wal_level is still not logical after the restart"; exit 1; }
+[ "$restart" = true ] && say "PostgreSQL restarted with wal_level=logical"
+exit 0
