@@ -86,6 +86,8 @@ export interface DefineOutboxOptions<TTopics extends TopicSchemas | undefined = 
    * a logical replication slot that `migrate` creates; messages with a `dedupKey`, a `delayMs` or
    * an ordered topic still take the table, and a message whose handler fails moves into it. See
    * docs/wal.md.
+   *
+   * @defaultValue `'table'`
    */
   transport?: 'table' | 'wal'
 }

@@ -113,6 +113,8 @@ export interface RelayOptions<O extends Outbox<any>> {
   /**
    * `transport: 'wal'`: the relay warns (a log line) when its replication slot retains more WAL
    * than this, in bytes. Default 1 GiB. See docs/wal.md, "Slot safety".
+   *
+   * @defaultValue `1_073_741_824` (1 GiB)
    */
   slotWarnBytes?: number
   /**
