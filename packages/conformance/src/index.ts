@@ -30,6 +30,7 @@ export {
   type ReceivedRecord,
   runForwarderConformance,
 } from './forwarder-suite.js'
+export { registerInboxTests, runInboxConformance } from './inbox-suite.js'
 // The test kit: helpers every package's tests share.
 export { collect, type NextEventOptions, nextEvent } from './kit/events.js'
 export { inspectedBy, type RowsQueryable, rowsInspector } from './kit/inspectors.js'

@@ -1,4 +1,5 @@
 import { describe } from 'vitest'
+import { registerInboxTests } from './inbox-suite.js'
 import { registerBadInputTests } from './publish-suite/bad-input.js'
 import { registerConcurrencyTests } from './publish-suite/concurrency.js'
 import { registerDedupDelayTests } from './publish-suite/dedup-delay.js'
@@ -32,5 +33,6 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
     registerBadInputTests(suite)
     registerConcurrencyTests(suite)
     registerRelayDeliveryTests(suite)
+    if (harness.processOnce) registerInboxTests(suite, harness.processOnce)
   })
 }

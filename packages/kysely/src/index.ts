@@ -6,5 +6,5 @@ export type {
   OutboxTimestamp,
   SqliteOutboxTable,
 } from './outbox-table.js'
-export { publish, publishMany } from './publish.js'
+export { processOnce, publish, publishMany } from './publish.js'
 export type { KyselyTransaction } from './transaction.js'

@@ -5,4 +5,4 @@ export {
   type MysqlBackendUriOptions,
   mysqlBackend,
 } from './backend.js'
-export { type MysqlTransactionConnection, publish, publishMany } from './publish.js'
+export { type MysqlTransactionConnection, processOnce, publish, publishMany } from './publish.js'

@@ -8,13 +8,20 @@ import {
   sqlSavepoint,
   testMysqlUri,
 } from '@outboxkit/conformance'
-import { type MysqlTransactionConnection, mysqlBackend, publish, publishMany } from '@outboxkit/mysql'
+import {
+  type MysqlTransactionConnection,
+  mysqlBackend,
+  processOnce,
+  publish,
+  publishMany,
+} from '@outboxkit/mysql'
 import mysql from 'mysql2/promise'
 
 runPublishConformance<MysqlTransactionConnection>({
   name: 'mysql',
   publish,
   publishMany,
+  processOnce,
   async setup() {
     const pool = mysql.createPool({ uri: testMysqlUri(), connectionLimit: 25 })
     const checkedOut: mysql.PoolConnection[] = []

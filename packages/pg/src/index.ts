@@ -10,6 +10,7 @@ export {
   type PgPublisherOptions,
   type PgTransactionClient,
   pgPublisher,
+  processOnce,
   publish,
   publishMany,
 } from './publish.js'

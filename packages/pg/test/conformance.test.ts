@@ -8,7 +8,7 @@ import {
   sqlSavepoint,
   testDatabaseUrl,
 } from '@outboxkit/conformance'
-import { type PgTransactionClient, pgBackend, publish, publishMany } from '@outboxkit/pg'
+import { type PgTransactionClient, pgBackend, processOnce, publish, publishMany } from '@outboxkit/pg'
 import pg from 'pg'
 
 /** The publish suite on a pg pool to `url` (the server, or PgBouncer in front of it). */
@@ -18,6 +18,7 @@ function runPgPublishConformance(url: () => string, label?: string): void {
     ...(label ? { label } : {}),
     publish,
     publishMany,
+    processOnce,
     async setup() {
       const pool = new pg.Pool({ connectionString: url(), max: 25 })
       const autocommit = await pool.connect()

@@ -1,2 +1,2 @@
 export { type PgliteDatabase, pgliteBackend } from './backend.js'
-export { type PgliteTransaction, publish, publishMany } from './publish.js'
+export { type PgliteTransaction, processOnce, publish, publishMany } from './publish.js'

@@ -6,12 +6,13 @@ import {
   runPublishConformance,
   sqlSavepoint,
 } from '@outboxkit/conformance'
-import { type PgliteTransaction, pgliteBackend, publish, publishMany } from '@outboxkit/pglite'
+import { type PgliteTransaction, pgliteBackend, processOnce, publish, publishMany } from '@outboxkit/pglite'
 
 runPublishConformance<PgliteTransaction>({
   name: 'pglite',
   publish,
   publishMany,
+  processOnce,
   async setup() {
     const db = await PGlite.create()
     return {

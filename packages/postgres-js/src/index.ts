@@ -3,5 +3,5 @@ export {
   type PostgresJsBackendOptions,
   postgresJsBackend,
 } from './backend.js'
-export { publish, publishMany } from './publish.js'
+export { processOnce, publish, publishMany } from './publish.js'
 export type { PostgresJsTransaction } from './transaction.js'

@@ -7,7 +7,13 @@ import {
   serverInspector,
   testDatabaseUrl,
 } from '@outboxkit/conformance'
-import { type PostgresJsTransaction, postgresJsBackend, publish, publishMany } from '@outboxkit/postgres-js'
+import {
+  type PostgresJsTransaction,
+  postgresJsBackend,
+  processOnce,
+  publish,
+  publishMany,
+} from '@outboxkit/postgres-js'
 import postgres from 'postgres'
 
 const ESCAPES = {
@@ -22,6 +28,7 @@ function runPostgresJsPublishConformance(url: () => string, through?: 'pgbouncer
     ...(through ? { label: 'postgres-js through PgBouncer (prepare: false)' } : {}),
     publish,
     publishMany,
+    processOnce,
     async setup() {
       const sql = postgres(url(), { max: 25, onnotice: () => {}, ...(through ? { prepare: false } : {}) })
       const reserved: postgres.ReservedSql[] = []

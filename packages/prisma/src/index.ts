@@ -1,5 +1,5 @@
 export { type OutboxDialect, type PrismaOutboxProvider, prismaDialect } from './prisma-dialect.js'
-export { publish, publishMany } from './publish.js'
+export { processOnce, publish, publishMany } from './publish.js'
 export {
   type OutboxMigrationSqlOptions,
   type OutboxPrismaModelOptions,

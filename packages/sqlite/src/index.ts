@@ -1,3 +1,3 @@
 export { type SqliteBackendOptions, sqliteBackend } from './backend.js'
 export { isSqliteDatabase, type SqliteDatabase } from './database.js'
-export { publish, publishMany } from './publish.js'
+export { processOnce, publish, publishMany } from './publish.js'

@@ -8,7 +8,7 @@ import {
   sqlSavepoint,
 } from '@outboxkit/conformance'
 import type { OutboxBackend } from '@outboxkit/core'
-import { publish, publishMany, type SqliteDatabase, sqliteBackend } from '@outboxkit/sqlite'
+import { processOnce, publish, publishMany, type SqliteDatabase, sqliteBackend } from '@outboxkit/sqlite'
 import { tempDatabase } from './support.js'
 
 /**
@@ -36,6 +36,7 @@ runPublishConformance<SqliteDatabase>({
   name: 'sqlite',
   publish,
   publishMany,
+  processOnce,
   async setup() {
     const temp = tempDatabase('conf_publish')
     const db = temp.open()

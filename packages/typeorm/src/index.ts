@@ -10,5 +10,5 @@ export {
   type OutboxMigrationClass,
   type OutboxMigrationOptions,
 } from './outbox-migration.js'
-export { publish, publishMany } from './publish.js'
+export { processOnce, publish, publishMany } from './publish.js'
 export type { TypeormTransaction } from './transaction-handle.js'

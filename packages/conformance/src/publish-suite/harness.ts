@@ -1,4 +1,4 @@
-import type { OutboxBackend, PublishFn, PublishManyFn } from '@outboxkit/core'
+import type { OutboxBackend, ProcessOnceFn, PublishFn, PublishManyFn } from '@outboxkit/core'
 import type { OutboxDialect } from '../dialect-sql.js'
 
 /** A handle `publish` must refuse, with a label for the test name. */
@@ -15,6 +15,8 @@ export interface PublishHarness<TTx> {
   label?: string
   publish: PublishFn<TTx>
   publishMany: PublishManyFn<TTx>
+  /** The adapter's `processOnce`: with it, the suite also runs the inbox tests (`runInboxConformance`). */
+  processOnce?: ProcessOnceFn<TTx>
   /** Opens whatever the adapter needs (ORM instance, pool, ...). Called once. */
   setup(): Promise<PublishContext<TTx>>
 }

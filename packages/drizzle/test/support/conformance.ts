@@ -4,7 +4,7 @@ import {
   type Publisher,
   runPublishConformance,
 } from '@outboxkit/conformance'
-import { publish, publishMany } from '@outboxkit/drizzle'
+import { processOnce, publish, publishMany } from '@outboxkit/drizzle'
 
 /** A Drizzle db or transaction: `transaction(fn)` runs `fn` in a transaction (a savepoint on a tx). */
 interface Transactional<TTx> {
@@ -32,13 +32,14 @@ export interface DrizzleDatabase<TTx>
 export function runDrizzleConformance<TTx>(
   label: string,
   open: () => Promise<DrizzleDatabase<TTx>>,
-  publisher: Publisher = { publish, publishMany },
+  publisher: Publisher = { publish, publishMany, processOnce },
 ): void {
   runPublishConformance<TTx>({
     name: 'drizzle',
     label,
     publish: publisher.publish,
     publishMany: publisher.publishMany,
+    ...(publisher.processOnce ? { processOnce: publisher.processOnce } : {}),
     async setup() {
       const { db, inspector, close, ...context } = await open()
       return {

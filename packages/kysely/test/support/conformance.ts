@@ -4,7 +4,7 @@ import {
   type RefusedHandle,
   runPublishConformance,
 } from '@outboxkit/conformance'
-import { type KyselyTransaction, publish, publishMany } from '@outboxkit/kysely'
+import { type KyselyTransaction, processOnce, publish, publishMany } from '@outboxkit/kysely'
 import type { ControlledTransaction, Kysely } from 'kysely'
 
 /**
@@ -64,6 +64,7 @@ export function runKyselyConformance(
       label: `kysely (${[dialect, dialect && styles.length === 1 ? undefined : style].filter(Boolean).join(', ')})`,
       publish,
       publishMany,
+      processOnce,
       async setup() {
         const { db, ...context } = await open(style)
         return { ...context, ...transactionsOf(db, style) }

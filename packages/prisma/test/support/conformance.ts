@@ -4,7 +4,7 @@ import {
   type RefusedHandle,
   runPublishConformance,
 } from '@outboxkit/conformance'
-import { type PrismaTransactionClient, publish, publishMany } from '@outboxkit/prisma'
+import { type PrismaTransactionClient, processOnce, publish, publishMany } from '@outboxkit/prisma'
 import type { TestPrismaClient } from './prisma-client.js'
 
 /** What a provider's conformance file opens: its client, the relay's backend, a raw-SQL inspector. */
@@ -30,6 +30,7 @@ export function runPrismaConformance(label: string | undefined, open: () => Prom
     ...(label ? { label } : {}),
     publish,
     publishMany,
+    processOnce,
     async setup() {
       const { prisma, inspector, backend, maxWait = 10_000, otherHandles, cleanup, ...db } = await open()
       return {

@@ -4,7 +4,7 @@ import {
   type RefusedHandle,
   runPublishConformance,
 } from '@outboxkit/conformance'
-import { publish, publishMany } from '@outboxkit/typeorm'
+import { processOnce, publish, publishMany } from '@outboxkit/typeorm'
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm'
 
 /** The two transaction styles the TypeORM adapter accepts, each run through the whole suite. */
@@ -46,6 +46,7 @@ export function runTypeormConformance(
     label: label('EntityManager'),
     publish,
     publishMany,
+    processOnce,
     async setup() {
       const db = await open('EntityManager')
       const serial = db.serial ?? direct
@@ -61,6 +62,7 @@ export function runTypeormConformance(
     label: label('QueryRunner'),
     publish,
     publishMany,
+    processOnce,
     async setup() {
       const db = await open('QueryRunner')
       const serial = db.serial ?? direct

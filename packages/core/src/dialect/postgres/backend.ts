@@ -19,6 +19,7 @@ import type {
   WakeSubscription,
 } from '../../protocol/backend.js'
 import { blockedKeyRowFrom, claimedRowFrom, deadRowFrom, statsRowFrom } from '../../protocol/backend-rows.js'
+import { postgresInboxBackend } from './inbox-backend.js'
 import { postgresStatements } from './statements.js'
 
 /**
@@ -268,6 +269,7 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
     extendLease: postgresExtendLease(run),
     ...postgresAdminWrites(run),
     ...postgresListings(run),
+    ...postgresInboxBackend(executor),
     close: () => executor.close(),
   }
   if (executor.listen) {
