@@ -57,6 +57,7 @@ export async function fleetFixture(
     relay?: Partial<RelayWorkerConfig['relay']>
     handler?: Partial<RelayWorkerConfig['handler']>
     pooler?: string
+    inbox?: RelayWorkerConfig['inbox']
   } & Pick<RelayFleetOptions, 'restartOnDeath'> = {},
 ): Promise<FleetFixture> {
   const target = testTarget(dialect, name)
@@ -88,6 +89,7 @@ export async function fleetFixture(
         ...overrides.relay,
       },
       handler: { failRate: 0, retryRate: 0, retryMaxDelayMs: 0, sleepMs: [0, 0], ...overrides.handler },
+      ...(overrides.inbox ? { inbox: overrides.inbox } : {}),
       graceMs: 5_000,
     }),
   })
