@@ -1,6 +1,7 @@
 import type { ProcessOnceFn } from '@outboxkit/core'
 import { describe } from 'vitest'
 import { registerInboxConcurrencyTests } from './inbox-suite/concurrency.js'
+import { registerInboxHandlerTests } from './inbox-suite/handler.js'
 import { openInboxSuite } from './inbox-suite/inbox-harness.js'
 import { registerOnceTests } from './inbox-suite/once.js'
 import { registerInboxRefusalTests } from './inbox-suite/refusals.js'
@@ -14,6 +15,7 @@ export function registerInboxTests<TTx>(suite: PublishSuite<TTx>, processOnce: P
     registerOnceTests(s)
     registerInboxRefusalTests(s)
     registerInboxConcurrencyTests(s)
+    registerInboxHandlerTests(s)
   })
 }
 

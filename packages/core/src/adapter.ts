@@ -162,6 +162,7 @@ export type {
   InboxStatsRequest,
   InboxStatsRow,
 } from './protocol/inbox-backend.js'
+export { createInboxHandler, type OpenTransaction } from './protocol/inbox-handler.js'
 export { createProcessOnce, type InboxClaimWriter } from './protocol/inbox-pipeline.js'
 export {
   createPublishPipeline,

@@ -42,6 +42,7 @@ export { isOutboxError, OutboxError, type OutboxErrorCode, type OutboxErrorOptio
 export type { MessageOptions, PublishMessage, PublishResult } from './outbox/message.js'
 export type { StandardSchemaV1 } from './outbox/standard-schema.js'
 export type { OutboxBackend, OutboxState } from './protocol/backend.js'
+export type { InboxHandler } from './protocol/inbox-handler.js'
 export type { ProcessOnceFn } from './protocol/inbox-pipeline.js'
 export type { PublishFn, PublishManyFn } from './protocol/publisher.js'
 export { createRelay } from './relay/create-relay.js'

@@ -1,3 +1,4 @@
+export { inboxHandler } from './inbox-handler.js'
 export type { DrizzleMysqlTransaction } from './mysql-transaction.js'
 export { OUTBOX_STATES, type OutboxTable, outboxSequence, outboxTable } from './outbox-table.js'
 export { type OutboxMysqlTable, outboxMysqlKeysTable, outboxMysqlTable } from './outbox-table-mysql.js'

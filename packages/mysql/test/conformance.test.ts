@@ -9,6 +9,7 @@ import {
   testMysqlUri,
 } from '@outboxkit/conformance'
 import {
+  inboxHandler,
   type MysqlTransactionConnection,
   mysqlBackend,
   processOnce,
@@ -29,6 +30,7 @@ runPublishConformance<MysqlTransactionConnection>({
     return {
       dialect: 'mysql',
       backend: mysqlBackend({ pool }),
+      inboxHandler: (inbox, fn) => inboxHandler(inbox, pool, fn),
       transaction: (fn) => inMysqlTransaction(pool, fn),
       savepoint: sqlSavepoint((conn, sql) => conn.query(sql)),
       async refusedHandles(): Promise<RefusedHandle[]> {

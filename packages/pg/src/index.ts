@@ -5,6 +5,7 @@ export {
   type PgBackendPoolOptions,
   pgBackend,
 } from './backend.js'
+export { inboxHandler } from './inbox-handler.js'
 export {
   type PgPublisher,
   type PgPublisherOptions,

@@ -8,6 +8,7 @@ import {
   testDatabaseUrl,
 } from '@outboxkit/conformance'
 import {
+  inboxHandler,
   type PostgresJsTransaction,
   postgresJsBackend,
   processOnce,
@@ -35,6 +36,7 @@ function runPostgresJsPublishConformance(url: () => string, through?: 'pgbouncer
       return {
         ...(through ? { undetectableEscapes: ESCAPES } : {}),
         backend: postgresJsBackend(sql),
+        inboxHandler: (inbox, fn) => inboxHandler(inbox, sql, fn),
         transaction: <T>(fn: (tx: PostgresJsTransaction) => Promise<T>) => sql.begin(fn) as Promise<T>,
         savepoint: <T>(tx: PostgresJsTransaction, fn: (tx: PostgresJsTransaction) => Promise<T>) =>
           tx.savepoint(fn) as Promise<T>,

@@ -1,3 +1,4 @@
+export { inboxHandler } from './inbox-handler.js'
 export { type OutboxDialect, type PrismaOutboxProvider, prismaDialect } from './prisma-dialect.js'
 export { processOnce, publish, publishMany } from './publish.js'
 export {

@@ -1,4 +1,5 @@
 export type { OutboxDialect } from './dialect.js'
+export { inboxHandler } from './inbox-handler.js'
 export {
   createOutboxEntity,
   type OutboxEntityOptions,

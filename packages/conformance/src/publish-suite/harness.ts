@@ -1,4 +1,12 @@
-import type { OutboxBackend, ProcessOnceFn, PublishFn, PublishManyFn } from '@outboxkit/core'
+import type {
+  Inbox,
+  InboxMessage,
+  OutboxBackend,
+  ProcessOnceFn,
+  ProcessOnceResult,
+  PublishFn,
+  PublishManyFn,
+} from '@outboxkit/core'
 import type { OutboxDialect } from '../dialect-sql.js'
 
 /** A handle `publish` must refuse, with a label for the test name. */
@@ -46,5 +54,13 @@ export interface PublishContext<TTx> {
   undetectableEscapes?: { afterCommit?: string; afterRollback?: string }
   /** Extra concurrency the library allows for the concurrent-publish test. Default 20. */
   concurrentTransactions?: number
+  /**
+   * The adapter's `inboxHandler(inbox, db, fn)` bound to the suite's database handle: the inbox
+   * tests then check it opens a real transaction, commits the work once, and rolls back a throw.
+   */
+  inboxHandler?: (
+    inbox: Inbox,
+    fn: (message: InboxMessage, tx: TTx) => Promise<unknown>,
+  ) => (message: InboxMessage) => Promise<ProcessOnceResult<unknown>>
   teardown(): Promise<void>
 }

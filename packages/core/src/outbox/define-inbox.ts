@@ -115,11 +115,15 @@ export function inboxMessageId(message: unknown, source: string): string {
 }
 
 /** Throws `INVALID_CONFIG` unless `fn` is a function (the work to run once). */
-export function assertProcessFn(fn: unknown, source: string): asserts fn is () => unknown {
+export function assertProcessFn(
+  fn: unknown,
+  source: string,
+  what = 'processOnce needs a callback as its fourth argument',
+): asserts fn is () => unknown {
   if (typeof fn !== 'function') {
     throw new OutboxError(
       'INVALID_CONFIG',
-      `processOnce needs a callback as its fourth argument (the work to run once), got ${formatValue(fn)}. Nothing was written.`,
+      `${what} (the work to run once), got ${formatValue(fn)}. Nothing was written.`,
       { source },
     )
   }

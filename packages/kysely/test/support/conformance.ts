@@ -4,7 +4,7 @@ import {
   type RefusedHandle,
   runPublishConformance,
 } from '@outboxkit/conformance'
-import { type KyselyTransaction, processOnce, publish, publishMany } from '@outboxkit/kysely'
+import { inboxHandler, type KyselyTransaction, processOnce, publish, publishMany } from '@outboxkit/kysely'
 import type { ControlledTransaction, Kysely } from 'kysely'
 
 /**
@@ -67,7 +67,11 @@ export function runKyselyConformance(
       processOnce,
       async setup() {
         const { db, ...context } = await open(style)
-        return { ...context, ...transactionsOf(db, style) }
+        return {
+          ...context,
+          ...transactionsOf(db, style),
+          inboxHandler: (inbox, fn) => inboxHandler(inbox, db, fn as never),
+        }
       },
     })
   }

@@ -4,7 +4,7 @@ import {
   type RefusedHandle,
   runPublishConformance,
 } from '@outboxkit/conformance'
-import { processOnce, publish, publishMany } from '@outboxkit/typeorm'
+import { inboxHandler, processOnce, publish, publishMany } from '@outboxkit/typeorm'
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm'
 
 /** The two transaction styles the TypeORM adapter accepts, each run through the whole suite. */
@@ -53,6 +53,8 @@ export function runTypeormConformance(
       return {
         ...db,
         transaction: (fn) => serial(() => db.dataSource.transaction(fn)),
+        inboxHandler: (inbox, fn) => (message) =>
+          serial(() => inboxHandler(inbox, db.dataSource, fn)(message)),
         savepoint: (manager, fn) => manager.transaction(fn),
       }
     },
