@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { isOutboxError } from '@outboxkit/core'
 import type { Command } from './command.js'
 import { deadListCommand, discardCommand, redriveCommand } from './commands/dead.js'
+import { inboxMigrateCommand, inboxPurgeCommand, inboxStatsCommand } from './commands/inbox.js'
 import { migrateCommand, sqlCommand } from './commands/migrate.js'
 import { purgeCommand } from './commands/purge.js'
 import { statsCommand } from './commands/stats.js'
@@ -32,6 +33,9 @@ export const commands: readonly Command[] = [
   redriveCommand,
   discardCommand,
   purgeCommand,
+  inboxMigrateCommand,
+  inboxStatsCommand,
+  inboxPurgeCommand,
 ]
 
 const COMMON_HELP = `Options (every command):
