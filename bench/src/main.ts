@@ -9,6 +9,7 @@ import type { BenchResults } from './results.js'
 import { runBackendsScenario } from './scenarios/backends.js'
 import { RELAY_DEFAULTS, runDrain } from './scenarios/drain.js'
 import { runGrowthScenario } from './scenarios/growth.js'
+import { runInboxScenario } from './scenarios/inbox.js'
 import { runLatencyScenario } from './scenarios/latency.js'
 import { runMixedScenario } from './scenarios/mixed.js'
 import { runOrderingScenario } from './scenarios/ordering.js'
@@ -41,7 +42,7 @@ const results: BenchResults = {
     config,
     scenarios: only
       ? [...only]
-      : ['drain', 'publish', 'latency', 'mixed', 'growth', 'ordering', 'backends', 'pooler'],
+      : ['drain', 'publish', 'latency', 'mixed', 'growth', 'ordering', 'backends', 'pooler', 'inbox'],
   },
 }
 log(
@@ -168,6 +169,22 @@ if (wants('pooler')) {
     },
     log,
   )
+}
+
+if (wants('inbox')) {
+  log(
+    `\n10. inbox: a handler's transaction with processOnce vs without, 16 concurrent consumers, side by side`,
+  )
+  const inboxOptions = {
+    consumers: 16,
+    durationMs: quick ? 3_000 : 6_000,
+    warmupMs: 1_000,
+    rounds: quick ? 3 : 5,
+  }
+  results.inbox = [
+    await runInboxScenario(url, 'minimal', inboxOptions, log),
+    await runInboxScenario(url, 'typical', inboxOptions, log),
+  ]
 }
 
 results.meta.finishedAt = new Date().toISOString()

@@ -3,6 +3,7 @@ import type { MachineInfo } from './machine.js'
 import type { BackendsResult } from './scenarios/backends.js'
 import type { DrainRow } from './scenarios/drain.js'
 import type { ClaimCost, MemoryResult } from './scenarios/growth.js'
+import type { InboxResult } from './scenarios/inbox.js'
 import type { LatencyResult } from './scenarios/latency-job.js'
 import type { MixedResult } from './scenarios/mixed.js'
 import type { OrderingResult } from './scenarios/ordering.js'
@@ -31,4 +32,5 @@ export interface BenchResults {
   ordering?: OrderingResult
   backends?: BackendsResult
   pooler?: PoolerResult
+  inbox?: InboxResult[]
 }
