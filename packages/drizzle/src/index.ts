@@ -1,4 +1,5 @@
 export { inboxHandler } from './inbox-handler.js'
+export { inboxMysqlTable, inboxSqliteTable, inboxTable } from './inbox-table.js'
 export type { DrizzleMysqlTransaction } from './mysql-transaction.js'
 export { OUTBOX_STATES, type OutboxTable, outboxSequence, outboxTable } from './outbox-table.js'
 export { type OutboxMysqlTable, outboxMysqlKeysTable, outboxMysqlTable } from './outbox-table-mysql.js'

@@ -1,4 +1,5 @@
 export { inboxHandler } from './inbox-handler.js'
+export { inboxMigrationSql, inboxPrismaModel } from './inbox-schema.js'
 export { type OutboxDialect, type PrismaOutboxProvider, prismaDialect } from './prisma-dialect.js'
 export { processOnce, publish, publishMany } from './publish.js'
 export {

@@ -1,4 +1,5 @@
 export type { OutboxDialect } from './dialect.js'
+export { createInboxEntity, createInboxMigration, type InboxRow } from './inbox-entity.js'
 export { inboxHandler } from './inbox-handler.js'
 export {
   createOutboxEntity,
