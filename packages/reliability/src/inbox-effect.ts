@@ -1,6 +1,6 @@
 import { defineInbox, type Inbox } from '@outboxkit/core'
 import { randomInt } from './database.js'
-import { type LedgerDriver, openSqliteFile } from './ledger-db.js'
+import type { LedgerDriver } from './ledger-db.js'
 
 /** The inbox mode of a relay worker: its `work` handler writes a business row through `processOnce`. */
 export interface InboxEffectConfig {
@@ -77,16 +77,5 @@ export async function inboxEffect(
       conn.release()
     }
   }
-  // SQLite: a connection of its own for the business transactions (the ledger's connection keeps
-  // writing between them), one at a time through the adapter's inboxHandler, BEGIN IMMEDIATE.
-  const { inboxHandler } = await import('@outboxkit/sqlite')
-  sqliteBusiness ??= openSqliteFile(driver.db.name).then((db) =>
-    inboxHandler(inbox, db, async (m: { id: string }, tx) => {
-      tx.prepare(`${insert} (?, ?)`).run(m.id, pid)
-      await sleep(config.inTransactionMs)
-    }),
-  )
-  return (await (await sqliteBusiness)(message)).processed
+  throw new Error('[outboxkit] [reliability] the inbox crash run covers PostgreSQL and MariaDB/MySQL')
 }
-
-let sqliteBusiness: Promise<(m: { id: string }) => Promise<{ processed: boolean }>> | undefined

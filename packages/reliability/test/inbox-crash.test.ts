@@ -2,7 +2,9 @@
 // processOnce (in a transaction of their own, on the user's database handle) are killed while
 // inside handlers, some inside the open business transaction, some after its COMMIT and before
 // the relay settled. The ledger shows the redeliveries; the business table holds each committed
-// message's effect exactly once. On every dialect of the matrix.
+// message's effect exactly once. PostgreSQL and MariaDB/MySQL. Not SQLite: a relay process whose
+// handler holds a write transaction across awaits stalls its own other connections, which wait
+// for the lock synchronously (see docs/inbox.md, "On SQLite").
 import { DIALECTS } from '@outboxkit/conformance'
 import { migrate, type OutboxDialect } from '@outboxkit/core'
 import { afterEach, describe, expect, test } from 'vitest'
@@ -109,7 +111,7 @@ async function killWhileProcessingOnce(dialect: OutboxDialect): Promise<void> {
   expect(figures.inboxRows).toBe(committed)
 }
 
-describe.each(DIALECTS)('%s', (dialect) => {
+describe.each(DIALECTS.filter((d) => d !== 'sqlite'))('%s', (dialect) => {
   test(
     'relays SIGKILLed while handlers write business rows through processOnce: redeliveries, 0 missing, 0 doubled',
     () => killWhileProcessingOnce(dialect),

@@ -15,7 +15,10 @@ const queues = new WeakMap<SqliteDatabase, Promise<unknown>>()
  * connection), and other code on that connection waits for them. Give it a connection of its own
  * (`new Database(file)`), not the one your relay's backend uses. `BEGIN IMMEDIATE` takes the write
  * lock first, so the inbox INSERT never meets `SQLITE_BUSY` mid-transaction; while another
- * connection holds it, better-sqlite3 waits up to its busy `timeout`, blocking the thread.
+ * connection holds it, better-sqlite3 waits up to its busy `timeout`, blocking the thread. So a
+ * second connection of the same process that writes while this transaction awaits blocks the event
+ * loop and stalls the process until its timeout (docs/inbox.md, "On SQLite"): with other writers
+ * in the process, prefer a synchronous callback.
  *
  * @example
  * ```ts
