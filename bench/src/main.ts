@@ -10,6 +10,7 @@ import { runBackendsScenario } from './scenarios/backends.js'
 import { RELAY_DEFAULTS, runDrain } from './scenarios/drain.js'
 import { BROKERS, runForwardScenario } from './scenarios/forward.js'
 import { runGrowthScenario } from './scenarios/growth.js'
+import { runInboxScenario } from './scenarios/inbox.js'
 import { runLatencyScenario } from './scenarios/latency.js'
 import { runMixedScenario } from './scenarios/mixed.js'
 import { runOrderingScenario } from './scenarios/ordering.js'
@@ -52,7 +53,18 @@ const results: BenchResults = {
     config,
     scenarios: only
       ? [...only]
-      : ['drain', 'publish', 'latency', 'mixed', 'growth', 'ordering', 'backends', 'pooler', 'forward'],
+      : [
+          'drain',
+          'publish',
+          'latency',
+          'mixed',
+          'growth',
+          'ordering',
+          'backends',
+          'pooler',
+          'forward',
+          'inbox',
+        ],
   },
 }
 log(
@@ -214,6 +226,22 @@ if (only?.has('wal')) {
     `\n10. WAL transport vs table: publish (${o.producers} producers, ${o.publishMs / 1000} s, ${o.rounds} interleaved rounds), drain of ${o.backlog.toLocaleString('en')}, latency at ${o.rates.join(', ')} msg/s`,
   )
   results.wal = await runWalScenario(url, o, log)
+}
+
+if (wants('inbox')) {
+  log(
+    `\n10. inbox: a handler's transaction with processOnce vs without, 16 concurrent consumers, side by side`,
+  )
+  const inboxOptions = {
+    consumers: 16,
+    durationMs: quick ? 3_000 : 6_000,
+    warmupMs: 1_000,
+    rounds: quick ? 3 : 5,
+  }
+  results.inbox = [
+    await runInboxScenario(url, 'minimal', inboxOptions, log),
+    await runInboxScenario(url, 'typical', inboxOptions, log),
+  ]
 }
 
 results.meta.finishedAt = new Date().toISOString()

@@ -4,6 +4,7 @@ import type { BackendsResult } from './scenarios/backends.js'
 import type { DrainRow } from './scenarios/drain.js'
 import type { ForwardResult } from './scenarios/forward.js'
 import type { ClaimCost, MemoryResult } from './scenarios/growth.js'
+import type { InboxResult } from './scenarios/inbox.js'
 import type { LatencyResult } from './scenarios/latency-job.js'
 import type { MixedResult } from './scenarios/mixed.js'
 import type { OrderingResult } from './scenarios/ordering.js'
@@ -36,4 +37,5 @@ export interface BenchResults {
   forward?: ForwardResult
   /** The WAL transport side by side with the table (`--only=wal`). */
   wal?: WalBenchResult
+  inbox?: InboxResult[]
 }

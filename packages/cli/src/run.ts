@@ -4,6 +4,7 @@ import type { Command } from './command.js'
 import { blockedCommand } from './commands/blocked.js'
 import { dashboardCommand } from './commands/dashboard.js'
 import { deadListCommand, discardCommand, redriveCommand } from './commands/dead.js'
+import { inboxMigrateCommand, inboxPurgeCommand, inboxStatsCommand } from './commands/inbox.js'
 import { migrateCommand, sqlCommand } from './commands/migrate.js'
 import { purgeCommand } from './commands/purge.js'
 import { slotDropCommand } from './commands/slot.js'
@@ -38,6 +39,9 @@ export const commands: readonly Command[] = [
   purgeCommand,
   dashboardCommand,
   slotDropCommand,
+  inboxMigrateCommand,
+  inboxStatsCommand,
+  inboxPurgeCommand,
 ]
 
 const COMMON_HELP = `Options (every command):

@@ -30,6 +30,7 @@ export {
   type ReceivedRecord,
   runForwarderConformance,
 } from './forwarder-suite.js'
+export { registerInboxTests, runInboxConformance } from './inbox-suite.js'
 export { type BrokerCrashOptions, type BrokerCrashReport, runBrokerCrash } from './kit/broker-crash.js'
 export {
   type BrokerLedgerVerdict,

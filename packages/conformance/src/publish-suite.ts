@@ -1,4 +1,5 @@
 import { describe } from 'vitest'
+import { registerInboxTests } from './inbox-suite.js'
 import { registerBadInputTests } from './publish-suite/bad-input.js'
 import { registerConcurrencyTests } from './publish-suite/concurrency.js'
 import { registerDedupDelayTests } from './publish-suite/dedup-delay.js'
@@ -34,5 +35,6 @@ export function runPublishConformance<TTx>(harness: PublishHarness<TTx>): void {
     registerConcurrencyTests(suite)
     registerRelayDeliveryTests(suite)
     registerWalTests(suite)
+    if (harness.processOnce) registerInboxTests(suite, harness.processOnce)
   })
 }

@@ -31,6 +31,7 @@ export {
   type MysqlStatement,
   writeMysqlMessages,
 } from './dialect/mysql/publisher.js'
+export { type MysqlInboxStatements, mysqlInboxStatements } from './dialect/mysql/statements/inbox.js'
 export {
   MARIADB_TRANSACTION_GUARD,
   MYSQL_MAX_ROWS_PER_INSERT,
@@ -56,6 +57,10 @@ export {
   readPostgresPublishResult,
 } from './dialect/postgres/publish-statement.js'
 export { createPostgresPublisher, type PostgresPublisherSpec } from './dialect/postgres/publisher.js'
+export {
+  type PostgresInboxStatements,
+  postgresInboxStatements,
+} from './dialect/postgres/statements/inbox.js'
 export {
   POSTGRES_NOT_IN_TRANSACTION,
   POSTGRES_TRANSACTION_MARKER,
@@ -91,6 +96,7 @@ export {
   sqliteDedupStatement,
   sqlitePublishStatement,
 } from './dialect/sqlite/publisher.js'
+export { type SqliteInboxStatements, sqliteInboxStatements } from './dialect/sqlite/statements/inbox.js'
 export {
   bindSqlite,
   SQLITE_NOW_MS,
@@ -104,6 +110,7 @@ export {
   listenSqliteWake,
   wakeSqliteAfterTransaction,
 } from './dialect/sqlite/wake.js'
+export { assertInbox, INBOX_MAX_ID_LENGTH, inboxMessageId } from './outbox/define-inbox.js'
 export {
   assertOutbox,
   parseTableName,
@@ -154,6 +161,14 @@ export {
   brokerEnvelope,
   type ForwardableMessage,
 } from './protocol/broker-envelope.js'
+export type {
+  InboxBackend,
+  InboxPurgeRequest,
+  InboxStatsRequest,
+  InboxStatsRow,
+} from './protocol/inbox-backend.js'
+export { createInboxHandler, type OpenTransaction } from './protocol/inbox-handler.js'
+export { createProcessOnce, type InboxClaimWriter } from './protocol/inbox-pipeline.js'
 export {
   createPublishPipeline,
   type PublishWriter,

@@ -11,8 +11,22 @@ export {
   type ListDeadOptions,
   listDead,
 } from './admin/dead-letters.js'
+export {
+  INBOX_DEFAULT_RETENTION_MS,
+  type InboxStats,
+  inboxStats,
+  type PurgeInboxOptions,
+} from './admin/inbox.js'
 export { type OutboxStats, type OutboxStatsOptions, outboxStats, type TopicStats } from './admin/stats.js'
-export { outboxDdl } from './dialect/ddl.js'
+export { inboxDdl, outboxDdl } from './dialect/ddl.js'
+export {
+  type DefineInboxOptions,
+  defineInbox,
+  type Inbox,
+  type InboxMessage,
+  isInbox,
+  type ProcessOnceResult,
+} from './outbox/define-inbox.js'
 export {
   type DefineOutboxOptions,
   defineOutbox,
@@ -29,6 +43,8 @@ export { isOutboxError, OutboxError, type OutboxErrorCode, type OutboxErrorOptio
 export type { MessageOptions, PublishMessage, PublishResult } from './outbox/message.js'
 export type { StandardSchemaV1 } from './outbox/standard-schema.js'
 export type { OutboxBackend, OutboxState } from './protocol/backend.js'
+export type { InboxHandler } from './protocol/inbox-handler.js'
+export type { ProcessOnceFn } from './protocol/inbox-pipeline.js'
 export type { PublishFn, PublishManyFn } from './protocol/publisher.js'
 export type { OutboxWal, SlotStats } from './protocol/wal.js'
 export { createRelay } from './relay/create-relay.js'

@@ -1,4 +1,4 @@
-import type { PublishFn, PublishManyFn } from '@outboxkit/core'
+import type { ProcessOnceFn, PublishFn, PublishManyFn } from '@outboxkit/core'
 import {
   createMysqlPublisher,
   createPostgresPublisher,
@@ -86,13 +86,14 @@ const sqlite = createSqlitePublisher<DrizzleSqliteTransaction>({
 })
 
 /**
- * Builds `publish` and `publishMany` for every dialect. `mysqlCheck` picks the MySQL transaction
+ * Builds `publish`, `publishMany` and `processOnce` for every dialect. `mysqlCheck` picks the MySQL transaction
  * check (`'auto'` in the exported functions; the others exist so both paths can be tested on one
  * server).
  */
 export function createDrizzlePublisher(mysqlCheck: MysqlTransactionCheck = 'auto'): {
   publish: PublishFn<AnyDrizzleTransaction>
   publishMany: PublishManyFn<AnyDrizzleTransaction>
+  processOnce: ProcessOnceFn<AnyDrizzleTransaction>
 } {
   const mysql = mysqlPublisher(mysqlCheck)
   // Chosen synchronously, so a SQLite publish writes before it returns. Anything that is no
@@ -160,3 +161,26 @@ export const publish: PublishFn<AnyDrizzleTransaction> = publisher.publish
  * ```
  */
 export const publishMany: PublishManyFn<AnyDrizzleTransaction> = publisher.publishMany
+
+/**
+ * Runs `fn` once per message id for the inbox's consumer, inside a Drizzle transaction:
+ * inserts `(inbox.consumer, message.id)` into the inbox table on `tx` (one statement) and calls
+ * `fn` only when that row is new. Resolves `{ processed: true, result }` (`result` is what `fn`
+ * returned) or `{ processed: false }` (this consumer already processed the message; `fn` did not
+ * run). The row commits or rolls back with your transaction: an error `fn` throws passes through,
+ * your transaction rolls back, and the next delivery runs `fn` again. A concurrent transaction
+ * with the same id waits for this one to end, then skips (it committed) or runs (it rolled back).
+ * Never begins, commits or rolls back; see docs/inbox.md.
+ *
+ * @example
+ * ```ts
+ * await db.transaction(async (tx) => {
+ *   await processOnce(inbox, tx, message, () => tx.insert(invoices).values({ orderId }))
+ * })
+ * ```
+ * @throws OutboxError `NOT_IN_TRANSACTION` for the same handles {@link publish} refuses (nothing is
+ * written); `INVALID_MESSAGE` for a message without a string `id` (1 to 255 characters);
+ * `INVALID_CONFIG` for something that is not an inbox of `defineInbox`, or no callback; `TIMEOUT`
+ * and `DATABASE` as for publish. Whatever `fn` throws, unchanged.
+ */
+export const processOnce: ProcessOnceFn<AnyDrizzleTransaction> = publisher.processOnce

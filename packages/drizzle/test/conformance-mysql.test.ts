@@ -1,5 +1,5 @@
 import { mysqlInspector, testMysqlUri } from '@outboxkit/conformance'
-import { type DrizzleMysqlTransaction, publish, publishMany } from '@outboxkit/drizzle'
+import { type DrizzleMysqlTransaction, processOnce, publish, publishMany } from '@outboxkit/drizzle'
 import { mysqlBackend } from '@outboxkit/mysql'
 import { drizzle } from 'drizzle-orm/mysql2'
 import mysql from 'mysql2/promise'
@@ -9,7 +9,7 @@ import { runDrizzleConformance } from './support/conformance.js'
 // MariaDB here: `publish` takes the guard path ('auto'); the probe path (what MySQL gets) runs
 // the suite again below, on the same server.
 for (const [label, publisher] of [
-  ['drizzle (mysql2)', { publish, publishMany }],
+  ['drizzle (mysql2)', { publish, publishMany, processOnce }],
   ['drizzle (mysql2, the probe of MySQL)', createDrizzlePublisher('probe')],
 ] as const) {
   runDrizzleConformance<DrizzleMysqlTransaction>(

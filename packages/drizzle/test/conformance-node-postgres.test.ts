@@ -12,24 +12,27 @@ const open = (url: string) => async () => {
   // A db on a single pg.Client that the suite leaves in autocommit.
   const client = new pg.Client({ connectionString: url })
   await client.connect()
-  // A transaction left open in a failed state (status 'E'), released at teardown.
-  let abortFailed: () => void = () => {}
-  let failedTx: Promise<unknown> = Promise.resolve()
+  // A transaction left open in a failed state (status 'E') per call of refusedHandles (the
+  // publish and the inbox refusal tests each ask), released at teardown.
+  const aborts: (() => void)[] = []
+  const failedTxs: Promise<unknown>[] = []
   return {
     db,
     backend: pgBackend({ pool }),
     inspector: serverInspector(),
     async refusedHandles() {
       const failed = await new Promise<DrizzleTransaction>((resolve) => {
-        failedTx = db
-          .transaction(async (tx) => {
-            await tx.execute(sql`SELECT 1/0`).catch(() => {})
-            resolve(tx)
-            await new Promise<void>((done) => {
-              abortFailed = done
+        failedTxs.push(
+          db
+            .transaction(async (tx) => {
+              await tx.execute(sql`SELECT 1/0`).catch(() => {})
+              resolve(tx)
+              await new Promise<void>((done) => {
+                aborts.push(done)
+              })
             })
-          })
-          .catch(() => {})
+            .catch(() => {}),
+        )
       })
       return [
         { label: 'the root db on a Pool', handle: db },
@@ -41,8 +44,8 @@ const open = (url: string) => async () => {
       ]
     },
     async close() {
-      abortFailed()
-      await failedTx
+      for (const abort of aborts) abort()
+      await Promise.all(failedTxs)
       await client.end()
       await pool.end()
     },

@@ -1,4 +1,5 @@
 export type { OutboxDialect } from './dialect.js'
+export { inboxHandler } from './inbox-handler.js'
 export type {
   MysqlOutboxTable,
   OutboxState,
@@ -6,5 +7,5 @@ export type {
   OutboxTimestamp,
   SqliteOutboxTable,
 } from './outbox-table.js'
-export { publish, publishMany } from './publish.js'
+export { processOnce, publish, publishMany } from './publish.js'
 export type { KyselyTransaction } from './transaction.js'

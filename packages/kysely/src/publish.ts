@@ -1,14 +1,12 @@
-import type { PublishFn, PublishManyFn } from '@outboxkit/core'
-import { routePublisher } from '@outboxkit/core/adapter'
+import type { ProcessOnceFn, PublishFn, PublishManyFn } from '@outboxkit/core'
+import { type Publisher, routePublisher } from '@outboxkit/core/adapter'
 import { kyselyDialect, type OutboxDialect } from './dialect.js'
 import { mysqlPublisher } from './mysql.js'
 import { postgresPublisher } from './postgres.js'
 import { sqlitePublisher } from './sqlite.js'
 import { claimsTransaction, type KyselyTransaction } from './transaction.js'
 
-const publishers: Readonly<
-  Record<OutboxDialect, { publish: PublishFn<any>; publishMany: PublishManyFn<any> }>
-> = {
+const publishers: Readonly<Record<OutboxDialect, Publisher<any>>> = {
   postgres: postgresPublisher,
   mysql: mysqlPublisher,
   sqlite: sqlitePublisher,
@@ -63,3 +61,28 @@ export const publish: PublishFn<KyselyTransaction> = routed.publish
  * ```
  */
 export const publishMany: PublishManyFn<KyselyTransaction> = routed.publishMany
+
+/**
+ * Runs `fn` once per message id for the inbox's consumer, inside a Kysely transaction:
+ * inserts `(inbox.consumer, message.id)` into the inbox table on `tx` (one statement) and calls
+ * `fn` only when that row is new. Resolves `{ processed: true, result }` (`result` is what `fn`
+ * returned) or `{ processed: false }` (this consumer already processed the message; `fn` did not
+ * run). The row commits or rolls back with your transaction: an error `fn` throws passes through,
+ * your transaction rolls back, and the next delivery runs `fn` again. A concurrent transaction
+ * with the same id waits for this one to end, then skips (it committed) or runs (it rolled back).
+ * Never begins, commits or rolls back; see docs/inbox.md.
+ *
+ * @example
+ * ```ts
+ * await db.transaction().execute(async (trx) => {
+ *   const { processed } = await processOnce(inbox, trx, message, async () => {
+ *     await trx.insertInto('invoices').values({ orderId: message.payload.orderId }).execute()
+ *   })
+ * })
+ * ```
+ * @throws OutboxError `NOT_IN_TRANSACTION` for the same handles {@link publish} refuses (nothing is
+ * written); `INVALID_MESSAGE` for a message without a string `id` (1 to 255 characters);
+ * `INVALID_CONFIG` for something that is not an inbox of `defineInbox`, or no callback; `TIMEOUT`
+ * and `DATABASE` as for publish. Whatever `fn` throws, unchanged.
+ */
+export const processOnce: ProcessOnceFn<KyselyTransaction> = routed.processOnce

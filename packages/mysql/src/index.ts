@@ -5,4 +5,5 @@ export {
   type MysqlBackendUriOptions,
   mysqlBackend,
 } from './backend.js'
-export { type MysqlTransactionConnection, publish, publishMany } from './publish.js'
+export { inboxHandler } from './inbox-handler.js'
+export { type MysqlTransactionConnection, processOnce, publish, publishMany } from './publish.js'

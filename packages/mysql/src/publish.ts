@@ -1,4 +1,4 @@
-import { OutboxError, type PublishFn, type PublishManyFn } from '@outboxkit/core'
+import { OutboxError, type ProcessOnceFn } from '@outboxkit/core'
 import {
   asMysql2Connection,
   canQueueMysql2Commands,
@@ -10,6 +10,7 @@ import {
   type MysqlResult,
   type MysqlStatement,
   mysql2ConnectionState,
+  type Publisher,
   runProbedMysqlStatement,
   sendMysql2Statement,
 } from '@outboxkit/core/adapter'
@@ -108,13 +109,12 @@ function viaPromiseApi(conn: MysqlTransactionConnection, statement: MysqlStateme
 }
 
 /**
- * Builds `publish` and `publishMany` for mysql2 with the given transaction check (`'auto'` in
+ * Builds `publish`, `publishMany` and `processOnce` for mysql2 with the given transaction check (`'auto'` in
  * the exported functions; the others exist so both paths can be tested on one server).
  */
-export function createMysql2Publisher(check: TransactionCheck = 'auto'): {
-  publish: PublishFn<MysqlTransactionConnection>
-  publishMany: PublishManyFn<MysqlTransactionConnection>
-} {
+export function createMysql2Publisher(
+  check: TransactionCheck = 'auto',
+): Publisher<MysqlTransactionConnection> {
   const mode = (conn: MysqlTransactionConnection): 'guard' | 'probe' => {
     if (check !== 'auto') return check
     return isMariaDbConnection(coreOf(conn)) ? 'guard' : 'probe'
@@ -178,3 +178,28 @@ export const publish = publisher.publish
  * ```
  */
 export const publishMany = publisher.publishMany
+
+/**
+ * Runs `fn` once per message id for the inbox's consumer, inside a mysql2 connection inside a transaction (`beginTransaction()`):
+ * inserts `(inbox.consumer, message.id)` into the inbox table on `tx` (one statement) and calls
+ * `fn` only when that row is new. Resolves `{ processed: true, result }` (`result` is what `fn`
+ * returned) or `{ processed: false }` (this consumer already processed the message; `fn` did not
+ * run). The row commits or rolls back with your transaction: an error `fn` throws passes through,
+ * your transaction rolls back, and the next delivery runs `fn` again. A concurrent transaction
+ * with the same id waits for this one to end, then skips (it committed) or runs (it rolled back).
+ * Never begins, commits or rolls back; see docs/inbox.md.
+ *
+ * @example
+ * ```ts
+ * const conn = await pool.getConnection()
+ * await conn.beginTransaction()
+ * const { processed } = await processOnce(inbox, conn, message, () =>
+ *   conn.query('INSERT INTO invoices (order_id) VALUES (?)', [orderId]))
+ * await conn.commit()
+ * ```
+ * @throws OutboxError `NOT_IN_TRANSACTION` for the same handles {@link publish} refuses (nothing is
+ * written); `INVALID_MESSAGE` for a message without a string `id` (1 to 255 characters);
+ * `INVALID_CONFIG` for something that is not an inbox of `defineInbox`, or no callback; `TIMEOUT`
+ * and `DATABASE` as for publish. Whatever `fn` throws, unchanged.
+ */
+export const processOnce: ProcessOnceFn<MysqlTransactionConnection> = publisher.processOnce

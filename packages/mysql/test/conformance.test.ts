@@ -8,13 +8,21 @@ import {
   sqlSavepoint,
   testMysqlUri,
 } from '@outboxkit/conformance'
-import { type MysqlTransactionConnection, mysqlBackend, publish, publishMany } from '@outboxkit/mysql'
+import {
+  inboxHandler,
+  type MysqlTransactionConnection,
+  mysqlBackend,
+  processOnce,
+  publish,
+  publishMany,
+} from '@outboxkit/mysql'
 import mysql from 'mysql2/promise'
 
 runPublishConformance<MysqlTransactionConnection>({
   name: 'mysql',
   publish,
   publishMany,
+  processOnce,
   async setup() {
     const pool = mysql.createPool({ uri: testMysqlUri(), connectionLimit: 25 })
     const checkedOut: mysql.PoolConnection[] = []
@@ -22,6 +30,7 @@ runPublishConformance<MysqlTransactionConnection>({
     return {
       dialect: 'mysql',
       backend: mysqlBackend({ pool }),
+      inboxHandler: (inbox, fn) => inboxHandler(inbox, pool, fn),
       transaction: (fn) => inMysqlTransaction(pool, fn),
       savepoint: sqlSavepoint((conn, sql) => conn.query(sql)),
       async refusedHandles(): Promise<RefusedHandle[]> {

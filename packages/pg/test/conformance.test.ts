@@ -8,7 +8,14 @@ import {
   sqlSavepoint,
   testDatabaseUrl,
 } from '@outboxkit/conformance'
-import { type PgTransactionClient, pgBackend, publish, publishMany } from '@outboxkit/pg'
+import {
+  inboxHandler,
+  type PgTransactionClient,
+  pgBackend,
+  processOnce,
+  publish,
+  publishMany,
+} from '@outboxkit/pg'
 import pg from 'pg'
 
 /** The publish suite on a pg pool to `url` (the server, or PgBouncer in front of it). */
@@ -18,6 +25,7 @@ function runPgPublishConformance(url: () => string, label?: string): void {
     ...(label ? { label } : {}),
     publish,
     publishMany,
+    processOnce,
     async setup() {
       const pool = new pg.Pool({ connectionString: url(), max: 25 })
       const autocommit = await pool.connect()
@@ -25,6 +33,7 @@ function runPgPublishConformance(url: () => string, label?: string): void {
       const checkedOut: pg.PoolClient[] = [autocommit]
       return {
         backend: pgBackend({ pool }),
+        inboxHandler: (inbox, fn) => inboxHandler(inbox, pool, fn),
         transaction: (fn) => inPgTransaction(pool, fn),
         savepoint: sqlSavepoint((client, sql) => client.query(sql)),
         async refusedHandles() {

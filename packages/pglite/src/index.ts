@@ -1,2 +1,3 @@
 export { type PgliteDatabase, pgliteBackend } from './backend.js'
-export { type PgliteTransaction, publish, publishMany } from './publish.js'
+export { inboxHandler } from './inbox-handler.js'
+export { type PgliteTransaction, processOnce, publish, publishMany } from './publish.js'

@@ -1,4 +1,4 @@
-import { OutboxError } from '@outboxkit/core'
+import { OutboxError, type ProcessOnceFn } from '@outboxkit/core'
 import { createPostgresPublisher, formatValue } from '@outboxkit/core/adapter'
 
 /**
@@ -87,3 +87,26 @@ export const publish = publisher.publish
  * results in the order of `messages`. Same checks and errors as {@link publish}.
  */
 export const publishMany = publisher.publishMany
+
+/**
+ * Runs `fn` once per message id for the inbox's consumer, inside a PGlite transaction (`db.transaction`):
+ * inserts `(inbox.consumer, message.id)` into the inbox table on `tx` (one statement) and calls
+ * `fn` only when that row is new. Resolves `{ processed: true, result }` (`result` is what `fn`
+ * returned) or `{ processed: false }` (this consumer already processed the message; `fn` did not
+ * run). The row commits or rolls back with your transaction: an error `fn` throws passes through,
+ * your transaction rolls back, and the next delivery runs `fn` again. A concurrent transaction
+ * with the same id waits for this one to end, then skips (it committed) or runs (it rolled back).
+ * Never begins, commits or rolls back; see docs/inbox.md.
+ *
+ * @example
+ * ```ts
+ * await db.transaction(async (tx) => {
+ *   await processOnce(inbox, tx, message, () => tx.query('INSERT INTO invoices (order_id) VALUES ($1)', [orderId]))
+ * })
+ * ```
+ * @throws OutboxError `NOT_IN_TRANSACTION` for the same handles {@link publish} refuses (nothing is
+ * written); `INVALID_MESSAGE` for a message without a string `id` (1 to 255 characters);
+ * `INVALID_CONFIG` for something that is not an inbox of `defineInbox`, or no callback; `TIMEOUT`
+ * and `DATABASE` as for publish. Whatever `fn` throws, unchanged.
+ */
+export const processOnce: ProcessOnceFn<PgliteTransaction> = publisher.processOnce

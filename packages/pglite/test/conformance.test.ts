@@ -6,16 +6,25 @@ import {
   runPublishConformance,
   sqlSavepoint,
 } from '@outboxkit/conformance'
-import { type PgliteTransaction, pgliteBackend, publish, publishMany } from '@outboxkit/pglite'
+import {
+  inboxHandler,
+  type PgliteTransaction,
+  pgliteBackend,
+  processOnce,
+  publish,
+  publishMany,
+} from '@outboxkit/pglite'
 
 runPublishConformance<PgliteTransaction>({
   name: 'pglite',
   publish,
   publishMany,
+  processOnce,
   async setup() {
     const db = await PGlite.create()
     return {
       backend: pgliteBackend(db),
+      inboxHandler: (inbox, fn) => inboxHandler(inbox, db, fn),
       transaction: (fn) => db.transaction(fn),
       savepoint: sqlSavepoint((tx, sql) => tx.query(sql)),
       refusedHandles: async () => [

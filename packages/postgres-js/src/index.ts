@@ -3,5 +3,6 @@ export {
   type PostgresJsBackendOptions,
   postgresJsBackend,
 } from './backend.js'
-export { publish, publishMany } from './publish.js'
+export { inboxHandler } from './inbox-handler.js'
+export { processOnce, publish, publishMany } from './publish.js'
 export type { PostgresJsTransaction } from './transaction.js'

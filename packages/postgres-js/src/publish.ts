@@ -1,3 +1,4 @@
+import type { ProcessOnceFn } from '@outboxkit/core'
 import {
   createPostgresPublisher,
   POSTGRES_TRANSACTION_MARKER,
@@ -74,3 +75,26 @@ export const publish = publisher.publish
  * ```
  */
 export const publishMany = publisher.publishMany
+
+/**
+ * Runs `fn` once per message id for the inbox's consumer, inside a postgres.js transaction (`sql.begin`):
+ * inserts `(inbox.consumer, message.id)` into the inbox table on `tx` (one statement) and calls
+ * `fn` only when that row is new. Resolves `{ processed: true, result }` (`result` is what `fn`
+ * returned) or `{ processed: false }` (this consumer already processed the message; `fn` did not
+ * run). The row commits or rolls back with your transaction: an error `fn` throws passes through,
+ * your transaction rolls back, and the next delivery runs `fn` again. A concurrent transaction
+ * with the same id waits for this one to end, then skips (it committed) or runs (it rolled back).
+ * Never begins, commits or rolls back; see docs/inbox.md.
+ *
+ * @example
+ * ```ts
+ * await sql.begin(async (tx) => {
+ *   await processOnce(inbox, tx, message, () => tx`INSERT INTO invoices ${tx({ orderId: message.payload.orderId })}`)
+ * })
+ * ```
+ * @throws OutboxError `NOT_IN_TRANSACTION` for the same handles {@link publish} refuses (nothing is
+ * written); `INVALID_MESSAGE` for a message without a string `id` (1 to 255 characters);
+ * `INVALID_CONFIG` for something that is not an inbox of `defineInbox`, or no callback; `TIMEOUT`
+ * and `DATABASE` as for publish. Whatever `fn` throws, unchanged.
+ */
+export const processOnce: ProcessOnceFn<PostgresJsTransaction> = publisher.processOnce

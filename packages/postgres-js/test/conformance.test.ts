@@ -7,7 +7,14 @@ import {
   serverInspector,
   testDatabaseUrl,
 } from '@outboxkit/conformance'
-import { type PostgresJsTransaction, postgresJsBackend, publish, publishMany } from '@outboxkit/postgres-js'
+import {
+  inboxHandler,
+  type PostgresJsTransaction,
+  postgresJsBackend,
+  processOnce,
+  publish,
+  publishMany,
+} from '@outboxkit/postgres-js'
 import postgres from 'postgres'
 
 const ESCAPES = {
@@ -22,12 +29,14 @@ function runPostgresJsPublishConformance(url: () => string, through?: 'pgbouncer
     ...(through ? { label: 'postgres-js through PgBouncer (prepare: false)' } : {}),
     publish,
     publishMany,
+    processOnce,
     async setup() {
       const sql = postgres(url(), { max: 25, onnotice: () => {}, ...(through ? { prepare: false } : {}) })
       const reserved: postgres.ReservedSql[] = []
       return {
         ...(through ? { undetectableEscapes: ESCAPES } : {}),
         backend: postgresJsBackend(sql),
+        inboxHandler: (inbox, fn) => inboxHandler(inbox, sql, fn),
         transaction: <T>(fn: (tx: PostgresJsTransaction) => Promise<T>) => sql.begin(fn) as Promise<T>,
         savepoint: <T>(tx: PostgresJsTransaction, fn: (tx: PostgresJsTransaction) => Promise<T>) =>
           tx.savepoint(fn) as Promise<T>,

@@ -1,5 +1,7 @@
+export { inboxHandler } from './inbox-handler.js'
+export { inboxMigrationSql, inboxPrismaModel } from './inbox-schema.js'
 export { type OutboxDialect, type PrismaOutboxProvider, prismaDialect } from './prisma-dialect.js'
-export { publish, publishMany } from './publish.js'
+export { processOnce, publish, publishMany } from './publish.js'
 export {
   type OutboxMigrationSqlOptions,
   type OutboxPrismaModelOptions,

@@ -1,9 +1,9 @@
-import type { PublishFn, PublishManyFn } from '@outboxkit/core'
 import {
   createMysqlPublisher,
   MARIADB_TRANSACTION_GUARD,
   type MysqlResult,
   type MysqlStatement,
+  type Publisher,
 } from '@outboxkit/core/adapter'
 import { mapPrismaError, sqlState } from './prisma-errors.js'
 import { rawRows } from './raw-rows.js'
@@ -95,10 +95,7 @@ function guardUnsupported(err: unknown): boolean {
  * (writing nothing), the client's engine is remembered as unguarded, and the publish runs again
  * without the guard.
  */
-export const mysqlPublisher: {
-  publish: PublishFn<PrismaTransactionClient>
-  publishMany: PublishManyFn<PrismaTransactionClient>
-} = {
+export const mysqlPublisher: Publisher<PrismaTransactionClient> = {
   publish: (outbox, tx, message) =>
     guarded.publish(outbox, tx, message).catch((err: unknown) => {
       if (!guardUnsupported(err)) throw err
@@ -108,5 +105,10 @@ export const mysqlPublisher: {
     guarded.publishMany(outbox, tx, messages).catch((err: unknown) => {
       if (!guardUnsupported(err)) throw err
       return unguarded.publishMany(outbox, tx, messages)
+    }),
+  processOnce: (inbox, tx, message, fn) =>
+    guarded.processOnce(inbox, tx, message, fn).catch((err: unknown) => {
+      if (!guardUnsupported(err)) throw err
+      return unguarded.processOnce(inbox, tx, message, fn)
     }),
 }

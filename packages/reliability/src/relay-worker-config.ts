@@ -1,4 +1,5 @@
 import type { OutboxDialect, RetryPolicy } from '@outboxkit/core'
+import type { InboxEffectConfig } from './inbox-effect.js'
 import type { LedgerTables } from './ledger.js'
 
 /** How the `work` handler of a relay worker behaves. */
@@ -54,6 +55,11 @@ export interface RelayWorkerConfig {
     notify: boolean
   }
   handler: WorkerHandlerConfig
+  /**
+   * The inbox mode: after its ledger write, the `work` handler runs the business transaction of
+   * {@link InboxEffectConfig} through `processOnce` (see `inbox-effect.ts`).
+   */
+  inbox?: InboxEffectConfig
   /** Grace of `relay.stop()` on SIGTERM. */
   graceMs: number
 }

@@ -9,6 +9,7 @@
 import { createRelay, type DeliveredMessage, isOutboxError, type OutboxBackend, Retry } from '@outboxkit/core'
 import { pgBackend } from '@outboxkit/pg'
 import { randomInt } from './database.js'
+import { inboxEffect } from './inbox-effect.js'
 import { runOutbox } from './ledger.js'
 import { type DatabaseTarget, openLedgerDb, quietMysqlPool } from './ledger-db.js'
 import { ledgerSql } from './ledger-sql.js'
@@ -97,6 +98,7 @@ const relay = createRelay(outbox, {
       if (roll < handler.failRate + handler.retryRate)
         throw new Retry({ delayMs: randomInt(0, handler.retryMaxDelayMs), reason: 'injected Retry' })
       await sideEffect(message, signal)
+      if (config.inbox) await inboxEffect(ledger.driver, config.inbox, message, pid)
       const ms = randomInt(handler.sleepMs[0], handler.sleepMs[1])
       if (ms > 0) await new Promise((r) => setTimeout(r, ms))
     },

@@ -1,4 +1,4 @@
-import { OutboxError, type PublishFn, type PublishManyFn } from '@outboxkit/core'
+import { OutboxError, type ProcessOnceFn, type PublishFn, type PublishManyFn } from '@outboxkit/core'
 import { createSqlitePublisher, formatValue } from '@outboxkit/core/adapter'
 import { isSqliteDatabase, prepared, type SqliteDatabase } from './database.js'
 
@@ -61,3 +61,27 @@ export const publish: PublishFn<SqliteDatabase> = publisher.publish
  * INSERT, all or nothing, results in the order of `messages`. Same rules as {@link publish}.
  */
 export const publishMany: PublishManyFn<SqliteDatabase> = publisher.publishMany
+
+/**
+ * Runs `fn` once per message id for the inbox's consumer, inside a better-sqlite3 database inside a transaction (`db.transaction(() => ...)` or `BEGIN`):
+ * inserts `(inbox.consumer, message.id)` into the inbox table on `tx` (one statement) and calls
+ * `fn` only when that row is new. Resolves `{ processed: true, result }` (`result` is what `fn`
+ * returned) or `{ processed: false }` (this consumer already processed the message; `fn` did not
+ * run). The row commits or rolls back with your transaction: an error `fn` throws passes through,
+ * your transaction rolls back, and the next delivery runs `fn` again. A concurrent transaction
+ * with the same id waits for this one to end, then skips (it committed) or runs (it rolled back).
+ * Never begins, commits or rolls back; see docs/inbox.md.
+ *
+ * @example
+ * ```ts
+ * // In a synchronous transaction: the inbox row is written and fn runs before processOnce returns.
+ * db.transaction(() => {
+ *   void processOnce(inbox, db, message, () => db.prepare('INSERT INTO invoices (order_id) VALUES (?)').run(orderId))
+ * }).immediate()
+ * ```
+ * @throws OutboxError `NOT_IN_TRANSACTION` for the same handles {@link publish} refuses (nothing is
+ * written); `INVALID_MESSAGE` for a message without a string `id` (1 to 255 characters);
+ * `INVALID_CONFIG` for something that is not an inbox of `defineInbox`, or no callback; `TIMEOUT`
+ * and `DATABASE` as for publish. Whatever `fn` throws, unchanged.
+ */
+export const processOnce: ProcessOnceFn<SqliteDatabase> = publisher.processOnce

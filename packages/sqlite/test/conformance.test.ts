@@ -8,7 +8,14 @@ import {
   sqlSavepoint,
 } from '@outboxkit/conformance'
 import type { OutboxBackend } from '@outboxkit/core'
-import { publish, publishMany, type SqliteDatabase, sqliteBackend } from '@outboxkit/sqlite'
+import {
+  inboxHandler,
+  processOnce,
+  publish,
+  publishMany,
+  type SqliteDatabase,
+  sqliteBackend,
+} from '@outboxkit/sqlite'
 import { tempDatabase } from './support.js'
 
 /**
@@ -36,6 +43,7 @@ runPublishConformance<SqliteDatabase>({
   name: 'sqlite',
   publish,
   publishMany,
+  processOnce,
   async setup() {
     const temp = tempDatabase('conf_publish')
     const db = temp.open()
@@ -44,6 +52,7 @@ runPublishConformance<SqliteDatabase>({
     return {
       dialect: 'sqlite',
       backend: sqliteBackend(db),
+      inboxHandler: (inbox, fn) => inboxHandler(inbox, db, fn),
       transaction: transactions(db),
       savepoint: sqlSavepoint((tx, sql) => tx.exec(sql), {
         rollbackSql: 'ROLLBACK TO SAVEPOINT sp; RELEASE SAVEPOINT sp',

@@ -1,4 +1,6 @@
 export type { OutboxDialect } from './dialect.js'
+export { createInboxEntity, createInboxMigration, type InboxRow } from './inbox-entity.js'
+export { inboxHandler } from './inbox-handler.js'
 export {
   createOutboxEntity,
   type OutboxEntityOptions,
@@ -10,5 +12,5 @@ export {
   type OutboxMigrationClass,
   type OutboxMigrationOptions,
 } from './outbox-migration.js'
-export { publish, publishMany } from './publish.js'
+export { processOnce, publish, publishMany } from './publish.js'
 export type { TypeormTransaction } from './transaction-handle.js'

@@ -1,9 +1,10 @@
-import type { PublishFn, PublishManyFn } from '@outboxkit/core'
+import type { ProcessOnceFn, PublishFn, PublishManyFn } from '@outboxkit/core'
 import {
   createMysqlPublisher,
   createPostgresPublisher,
   createSqlitePublisher,
   MARIADB_TRANSACTION_GUARD,
+  type Publisher,
   routePublisher,
 } from '@outboxkit/core/adapter'
 import type { OutboxDialect } from './dialect.js'
@@ -14,9 +15,7 @@ import { handleDialect, openTransaction, type TypeormTransaction } from './trans
 
 const ADAPTER = 'typeorm'
 
-const publishers: Readonly<
-  Record<OutboxDialect, { publish: PublishFn<any>; publishMany: PublishManyFn<any> }>
-> = {
+const publishers: Readonly<Record<OutboxDialect, Publisher<any>>> = {
   postgres: createPostgresPublisher<PostgresTransaction>({
     name: ADAPTER,
     checkTransaction: (handle) => postgresTransaction(openTransaction(handle)),
@@ -92,3 +91,26 @@ export const publish: PublishFn<TypeormTransaction> = routed.publish
  * ```
  */
 export const publishMany: PublishManyFn<TypeormTransaction> = routed.publishMany
+
+/**
+ * Runs `fn` once per message id for the inbox's consumer, inside a TypeORM transaction's `EntityManager` (or a `QueryRunner` after `startTransaction()`):
+ * inserts `(inbox.consumer, message.id)` into the inbox table on `tx` (one statement) and calls
+ * `fn` only when that row is new. Resolves `{ processed: true, result }` (`result` is what `fn`
+ * returned) or `{ processed: false }` (this consumer already processed the message; `fn` did not
+ * run). The row commits or rolls back with your transaction: an error `fn` throws passes through,
+ * your transaction rolls back, and the next delivery runs `fn` again. A concurrent transaction
+ * with the same id waits for this one to end, then skips (it committed) or runs (it rolled back).
+ * Never begins, commits or rolls back; see docs/inbox.md.
+ *
+ * @example
+ * ```ts
+ * await dataSource.transaction(async (manager) => {
+ *   await processOnce(inbox, manager, message, () => manager.insert(Invoice, { orderId }))
+ * })
+ * ```
+ * @throws OutboxError `NOT_IN_TRANSACTION` for the same handles {@link publish} refuses (nothing is
+ * written); `INVALID_MESSAGE` for a message without a string `id` (1 to 255 characters);
+ * `INVALID_CONFIG` for something that is not an inbox of `defineInbox`, or no callback; `TIMEOUT`
+ * and `DATABASE` as for publish. Whatever `fn` throws, unchanged.
+ */
+export const processOnce: ProcessOnceFn<TypeormTransaction> = routed.processOnce

@@ -1,11 +1,12 @@
-import type { Outbox, PublishFn, PublishManyFn } from '@outboxkit/core'
+import type { Outbox, ProcessOnceFn, PublishFn, PublishManyFn } from '@outboxkit/core'
 import { expect } from 'vitest'
 import { expectOutboxError, settle } from './outcomes.js'
 
-/** An adapter's (or one of its paths') `publish` and `publishMany`. */
+/** An adapter's (or one of its paths') `publish` and `publishMany`, and its `processOnce` when given. */
 export interface Publisher {
   publish: PublishFn<any>
   publishMany: PublishManyFn<any>
+  processOnce?: ProcessOnceFn<any>
 }
 
 /** What {@link expectPublishRefused} expects of each refusal. */

@@ -1,4 +1,12 @@
-import type { OutboxBackend, PublishFn, PublishManyFn } from '@outboxkit/core'
+import type {
+  Inbox,
+  InboxMessage,
+  OutboxBackend,
+  ProcessOnceFn,
+  ProcessOnceResult,
+  PublishFn,
+  PublishManyFn,
+} from '@outboxkit/core'
 import type { OutboxDialect } from '../dialect-sql.js'
 
 /** A handle `publish` must refuse, with a label for the test name. */
@@ -15,6 +23,8 @@ export interface PublishHarness<TTx> {
   label?: string
   publish: PublishFn<TTx>
   publishMany: PublishManyFn<TTx>
+  /** The adapter's `processOnce`: with it, the suite also runs the inbox tests (`runInboxConformance`). */
+  processOnce?: ProcessOnceFn<TTx>
   /** Opens whatever the adapter needs (ORM instance, pool, ...). Called once. */
   setup(): Promise<PublishContext<TTx>>
 }
@@ -44,5 +54,13 @@ export interface PublishContext<TTx> {
   undetectableEscapes?: { afterCommit?: string; afterRollback?: string }
   /** Extra concurrency the library allows for the concurrent-publish test. Default 20. */
   concurrentTransactions?: number
+  /**
+   * The adapter's `inboxHandler(inbox, db, fn)` bound to the suite's database handle: the inbox
+   * tests then check it opens a real transaction, commits the work once, and rolls back a throw.
+   */
+  inboxHandler?: (
+    inbox: Inbox,
+    fn: (message: InboxMessage, tx: TTx) => Promise<unknown>,
+  ) => (message: InboxMessage) => Promise<ProcessOnceResult<unknown>>
   teardown(): Promise<void>
 }

@@ -1,19 +1,24 @@
+import { type Inbox, isInbox } from '../outbox/define-inbox.js'
 import { assertOutbox, type Outbox } from '../outbox/define-outbox.js'
 import { OutboxError } from '../outbox/errors.js'
 import { formatValue } from '../outbox/format-value.js'
 import type { OutboxBackend } from '../protocol/backend.js'
 import { assertAdminCall, assertBackend, messageSelection } from './checks.js'
+import { migrateInbox, type PurgeInboxOptions, purgeInbox } from './inbox.js'
 
 /**
- * Creates the outbox table and its indexes if they do not exist. Safe to run again and from
- * several processes at once. For your own migration tool, use {@link outboxDdl} instead.
+ * Creates the outbox table and its indexes, or the inbox table and its index (given an inbox made
+ * by `defineInbox`), if they do not exist. Safe to run again and from several processes at once.
+ * For your own migration tool, use {@link outboxDdl} or `inboxDdl` instead.
  *
  * @example
  * ```ts
  * await migrate(outbox, pgBackend({ connectionString: process.env.DATABASE_URL }))
+ * await migrate(inbox, backend)
  * ```
  */
-export async function migrate(outbox: Outbox<any>, backend: OutboxBackend): Promise<void> {
+export async function migrate(outbox: Outbox<any> | Inbox, backend: OutboxBackend): Promise<void> {
+  if (isInbox(outbox)) return migrateInbox(outbox, backend)
   assertOutbox(outbox, 'migrate')
   assertBackend(backend, 'migrate')
   if (outbox.transport === 'wal' && backend.dialect !== 'postgres') {
@@ -46,21 +51,36 @@ export interface PurgeOptions {
 /**
  * Deletes terminal rows: dead letters and, with `keepDelivered`, delivered rows. Returns the
  * number deleted. Safe while relays run: it never touches pending or processing rows.
+ *
+ * Given an inbox (`defineInbox`), deletes its consumer's rows processed more than `olderThanMs`
+ * ago (default 7 days), in batches (see {@link PurgeInboxOptions}).
  */
+export async function purge(
+  outbox: Inbox,
+  backend: OutboxBackend,
+  options?: PurgeInboxOptions,
+): Promise<number>
 export async function purge(
   outbox: Outbox<any>,
   backend: OutboxBackend,
-  options: PurgeOptions = {},
+  options?: PurgeOptions,
+): Promise<number>
+export async function purge(
+  outbox: Outbox<any> | Inbox,
+  backend: OutboxBackend,
+  options: PurgeOptions | PurgeInboxOptions = {},
 ): Promise<number> {
+  if (isInbox(outbox)) return purgeInbox(outbox, backend, options as PurgeInboxOptions)
+  const opts = options as PurgeOptions
   assertAdminCall('purge', { outbox, backend, options, known: ['states', 'olderThanMs'] })
-  const states = options.states ?? ['dead', 'delivered']
+  const states = opts.states ?? ['dead', 'delivered']
   if (!Array.isArray(states) || states.some((s) => s !== 'dead' && s !== 'delivered')) {
     throw new OutboxError(
       'INVALID_CONFIG',
       `purge states must be 'dead' and/or 'delivered', got ${JSON.stringify(states)}.`,
     )
   }
-  const olderThanMs = options.olderThanMs ?? 0
+  const olderThanMs = opts.olderThanMs ?? 0
   if (typeof olderThanMs !== 'number' || !Number.isFinite(olderThanMs) || olderThanMs < 0) {
     throw new OutboxError(
       'INVALID_CONFIG',

@@ -1,8 +1,12 @@
+import { assertInbox, type Inbox } from '../outbox/define-inbox.js'
 import type { Outbox } from '../outbox/define-outbox.js'
 import type { OutboxDialect } from '../outbox/dialect.js'
 import { OutboxError } from '../outbox/errors.js'
+import { mysqlInboxStatements } from './mysql/statements/inbox.js'
 import { mysqlOutboxDdl } from './mysql/statements.js'
+import { postgresInboxStatements } from './postgres/statements/inbox.js'
 import { postgresStatements } from './postgres/statements.js'
+import { sqliteInboxStatements } from './sqlite/statements/inbox.js'
 import { sqliteOutboxDdl } from './sqlite/statements.js'
 
 /**
@@ -34,6 +38,35 @@ export function outboxDdl(
       throw new OutboxError(
         'INVALID_CONFIG',
         `outboxDdl got the dialect ${JSON.stringify(dialect)}: use 'postgres', 'mysql' or 'sqlite'.`,
+        { source: 'core' },
+      )
+  }
+}
+
+/**
+ * The DDL that creates an inbox table (`defineInbox`) and its `(consumer, processed_at)` index,
+ * for your own migration tool. Idempotent; the same as what `migrate(inbox, backend)` runs.
+ * PostgreSQL by default, `'mysql'` or `'sqlite'`. Columns: `consumer`, `message_id` (the primary
+ * key together), `processed_at`.
+ *
+ * @example
+ * ```ts
+ * fs.writeFileSync('migrations/002_inbox.sql', inboxDdl(inbox))
+ * ```
+ */
+export function inboxDdl(inbox: Inbox, dialect: OutboxDialect = 'postgres'): string {
+  assertInbox(inbox, 'inboxDdl')
+  switch (dialect) {
+    case 'postgres':
+      return `${postgresInboxStatements(inbox.table).ddl};\n`
+    case 'mysql':
+      return `${mysqlInboxStatements(inbox.table).ddl};\n`
+    case 'sqlite':
+      return `${sqliteInboxStatements(inbox.table).ddl};\n`
+    default:
+      throw new OutboxError(
+        'INVALID_CONFIG',
+        `inboxDdl got the dialect ${JSON.stringify(dialect)}: use 'postgres', 'mysql' or 'sqlite'.`,
         { source: 'core' },
       )
   }

@@ -49,3 +49,12 @@ export function outboxIndexNames(table: TableRef): OutboxIndexNames {
     sequence: derive('seq_seq'),
   }
 }
+
+/**
+ * The name of an inbox table's index on `(consumer, processed_at)` (unquoted), which serves
+ * purge and stats; under 63 bytes like {@link outboxIndexNames}.
+ */
+export function inboxIndexName(table: TableRef): string {
+  const suffix = 'processed_at_idx'
+  return `${table.name.slice(0, 63 - suffix.length - 1)}_${suffix}`
+}

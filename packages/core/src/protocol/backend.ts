@@ -1,5 +1,6 @@
 import type { Outbox, TableRef } from '../outbox/define-outbox.js'
 import type { OutboxDialect } from '../outbox/dialect.js'
+import type { InboxBackend } from './inbox-backend.js'
 import type { OutboxWal } from './wal.js'
 
 /** The fields of a message row that {@link ClaimedRow} and {@link DeadRow} share. */
@@ -261,7 +262,7 @@ export interface WakeHandlers {
  * - **Never owns what it was given.** A backend built around a user's pool or client leaves it
  *   open in `close()`; a backend that created its own connections closes them.
  */
-export interface OutboxBackend {
+export interface OutboxBackend extends InboxBackend {
   /** Short name used in error messages, e.g. `'pg'`. */
   readonly name: string
   /** SQL dialect of the database. */

@@ -1,3 +1,4 @@
+import type { Inbox } from '../outbox/define-inbox.js'
 import { assertOutbox, type Outbox } from '../outbox/define-outbox.js'
 import { type OutboxError, toOutboxError } from '../outbox/errors.js'
 import {
@@ -8,6 +9,7 @@ import {
   prepareMessagesSync,
 } from '../outbox/message.js'
 import { tracePublish, tracePublishSync } from '../telemetry/publish-tracing.js'
+import { createProcessOnce } from './inbox-pipeline.js'
 import type { Publisher, PublishFn, PublishManyFn } from './publisher.js'
 
 // The one publish pipeline every adapter's `publish` and `publishMany` run, whatever the
@@ -31,6 +33,11 @@ export interface PublishWriter<TTx> {
    * rejection becomes an {@link OutboxError} through {@link PublishWriter.toError}.
    */
   write(outbox: Outbox, tx: TTx, messages: PreparedMessage[], handle: unknown): Promise<PublishResult[]>
+  /**
+   * `processOnce`'s one statement: inserts `(inbox.consumer, id)` on `tx` unless it exists;
+   * `true` when it wrote the row (see `InboxClaimWriter.claimInbox`).
+   */
+  claimInbox(inbox: Inbox, tx: TTx, id: string, handle: unknown): Promise<boolean>
   /** Maps a failed write to an {@link OutboxError}. Default {@link toOutboxError}. */
   toError?(error: unknown, source: string, doing: string): OutboxError
 }
@@ -61,12 +68,14 @@ export interface SyncPublishWriter<TTx> {
     messages: PreparedMessage[],
     handle: unknown,
   ): PublishResult[] | Promise<PublishResult[]>
+  /** `processOnce`'s one statement, synchronous when {@link SyncPublishWriter.isSynchronous} said so. */
+  claimInbox(inbox: Inbox, tx: TTx, id: string, handle: unknown): boolean | Promise<boolean>
   /** Maps a failed write to an {@link OutboxError}. Default {@link toOutboxError}. */
   toError?(error: unknown, source: string, doing: string): OutboxError
 }
 
 /**
- * Builds an adapter's `publish` and `publishMany` from a dialect's writer: validate the outbox
+ * Builds an adapter's `publish`, `publishMany` and `processOnce` from a dialect's writer: validate the outbox
  * and the messages, check the handle is an open transaction, then write every message on it in
  * a PRODUCER span (with `@opentelemetry/api` installed; its W3C `traceparent` goes into each
  * message's headers), mapping a failed write to an {@link OutboxError}. Nothing is written when a
@@ -83,10 +92,11 @@ export interface SyncPublishWriter<TTx> {
 export function createPublishPipeline<TTx>(
   writer: PublishWriter<TTx> | SyncPublishWriter<TTx>,
 ): Publisher<TTx> {
-  return 'isSynchronous' in writer ? syncCapablePipeline(writer) : asyncPipeline(writer)
+  const publisher = 'isSynchronous' in writer ? syncCapablePipeline(writer) : asyncPipeline(writer)
+  return { ...publisher, processOnce: createProcessOnce<TTx>(writer) }
 }
 
-function asyncPipeline<TTx>(writer: PublishWriter<TTx>): Publisher<TTx> {
+function asyncPipeline<TTx>(writer: PublishWriter<TTx>): Omit<Publisher<TTx>, 'processOnce'> {
   const { name } = writer
   const toError = writer.toError ?? toOutboxError
   const write = async (outbox: Outbox, tx: TTx, messages: PreparedMessage[], handle: unknown) => {
@@ -114,7 +124,7 @@ function asyncPipeline<TTx>(writer: PublishWriter<TTx>): Publisher<TTx> {
   return { publish, publishMany }
 }
 
-function syncCapablePipeline<TTx>(writer: SyncPublishWriter<TTx>): Publisher<TTx> {
+function syncCapablePipeline<TTx>(writer: SyncPublishWriter<TTx>): Omit<Publisher<TTx>, 'processOnce'> {
   const { name } = writer
   const toError = writer.toError ?? toOutboxError
   /** Runs the write, mapping a synchronous throw or a rejection alike. */

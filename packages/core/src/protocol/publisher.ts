@@ -1,5 +1,6 @@
 import type { Outbox } from '../outbox/define-outbox.js'
 import type { PublishMessage, PublishResult } from '../outbox/message.js'
+import type { ProcessOnceFn } from './inbox-pipeline.js'
 
 // The shape of what every adapter exports (publish, publishMany), and routePublisher for the
 // adapters that serve several dialects. The steps behind them are the one publish pipeline
@@ -18,10 +19,12 @@ export type PublishManyFn<TTx> = <O extends Outbox<any>>(
   messages: readonly PublishMessage<O>[],
 ) => Promise<PublishResult[]>
 
-/** The `publish` and `publishMany` pair an adapter exports. */
+/** The `publish`, `publishMany` and `processOnce` an adapter exports. */
 export interface Publisher<TTx> {
   publish: PublishFn<TTx>
   publishMany: PublishManyFn<TTx>
+  /** The consumer side: runs a callback once per message id in the caller's transaction (see docs/inbox.md). */
+  processOnce: ProcessOnceFn<TTx>
 }
 
 /**
@@ -50,6 +53,15 @@ export function routePublisher<TTx>(publisherFor: (tx: TTx) => Publisher<TTx>): 
         return Promise.reject(err)
       }
       return publisher.publishMany(outbox, tx, messages)
+    },
+    processOnce: (inbox, tx, message, fn) => {
+      let publisher: Publisher<TTx>
+      try {
+        publisher = publisherFor(tx)
+      } catch (err) {
+        return Promise.reject(err)
+      }
+      return publisher.processOnce(inbox, tx, message, fn)
     },
   }
 }

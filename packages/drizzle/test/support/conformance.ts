@@ -4,7 +4,7 @@ import {
   type Publisher,
   runPublishConformance,
 } from '@outboxkit/conformance'
-import { publish, publishMany } from '@outboxkit/drizzle'
+import { inboxHandler, processOnce, publish, publishMany } from '@outboxkit/drizzle'
 
 /** A Drizzle db or transaction: `transaction(fn)` runs `fn` in a transaction (a savepoint on a tx). */
 interface Transactional<TTx> {
@@ -32,19 +32,24 @@ export interface DrizzleDatabase<TTx>
 export function runDrizzleConformance<TTx>(
   label: string,
   open: () => Promise<DrizzleDatabase<TTx>>,
-  publisher: Publisher = { publish, publishMany },
+  publisher: Publisher = { publish, publishMany, processOnce },
 ): void {
   runPublishConformance<TTx>({
     name: 'drizzle',
     label,
     publish: publisher.publish,
     publishMany: publisher.publishMany,
+    ...(publisher.processOnce ? { processOnce: publisher.processOnce } : {}),
     async setup() {
       const { db, inspector, close, ...context } = await open()
       return {
         transaction: (fn) => db!.transaction(fn),
         savepoint: (tx, fn) => (tx as unknown as Transactional<TTx>).transaction(fn),
         ...context,
+        // better-sqlite3 transactions are synchronous: inboxHandler is for the async drivers.
+        ...(context.dialect === 'sqlite' || !db
+          ? {}
+          : { inboxHandler: (inbox, fn) => inboxHandler(inbox, db as never, fn as never) }),
         inspect: (text, params) => inspector.query(text, params),
         async teardown() {
           await inspector.close()

@@ -4,7 +4,7 @@ import {
   type RefusedHandle,
   runPublishConformance,
 } from '@outboxkit/conformance'
-import { type KyselyTransaction, publish, publishMany } from '@outboxkit/kysely'
+import { inboxHandler, type KyselyTransaction, processOnce, publish, publishMany } from '@outboxkit/kysely'
 import type { ControlledTransaction, Kysely } from 'kysely'
 
 /**
@@ -64,9 +64,14 @@ export function runKyselyConformance(
       label: `kysely (${[dialect, dialect && styles.length === 1 ? undefined : style].filter(Boolean).join(', ')})`,
       publish,
       publishMany,
+      processOnce,
       async setup() {
         const { db, ...context } = await open(style)
-        return { ...context, ...transactionsOf(db, style) }
+        return {
+          ...context,
+          ...transactionsOf(db, style),
+          inboxHandler: (inbox, fn) => inboxHandler(inbox, db, fn as never),
+        }
       },
     })
   }

@@ -4,7 +4,13 @@ import {
   type RefusedHandle,
   runPublishConformance,
 } from '@outboxkit/conformance'
-import { type PrismaTransactionClient, publish, publishMany } from '@outboxkit/prisma'
+import {
+  inboxHandler,
+  type PrismaTransactionClient,
+  processOnce,
+  publish,
+  publishMany,
+} from '@outboxkit/prisma'
 import type { TestPrismaClient } from './prisma-client.js'
 
 /** What a provider's conformance file opens: its client, the relay's backend, a raw-SQL inspector. */
@@ -30,6 +36,7 @@ export function runPrismaConformance(label: string | undefined, open: () => Prom
     ...(label ? { label } : {}),
     publish,
     publishMany,
+    processOnce,
     async setup() {
       const { prisma, inspector, backend, maxWait = 10_000, otherHandles, cleanup, ...db } = await open()
       return {
@@ -37,6 +44,7 @@ export function runPrismaConformance(label: string | undefined, open: () => Prom
         backend,
         inspect: (text, params) => inspector.query(text, params),
         transaction: (fn) => prisma.$transaction(fn, { maxWait, timeout: 20_000 }),
+        inboxHandler: (inbox, fn) => inboxHandler(inbox, prisma as never, fn as never),
         savepoint: (tx, fn) => (tx as unknown as NestingTx).$transaction(fn),
         refusedHandles: async () => [
           { label: 'the root PrismaClient', handle: prisma },

@@ -60,6 +60,7 @@ export async function fleetFixture(
     pooler?: string
     /** The outbox's transport; with `'wal'` the run's slot is dropped by `close()`. */
     transport?: 'table' | 'wal'
+    inbox?: RelayWorkerConfig['inbox']
   } & Pick<RelayFleetOptions, 'restartOnDeath'> = {},
 ): Promise<FleetFixture> {
   const target = testTarget(dialect, name)
@@ -93,6 +94,7 @@ export async function fleetFixture(
         ...overrides.relay,
       },
       handler: { failRate: 0, retryRate: 0, retryMaxDelayMs: 0, sleepMs: [0, 0], ...overrides.handler },
+      ...(overrides.inbox ? { inbox: overrides.inbox } : {}),
       graceMs: 5_000,
     }),
   })

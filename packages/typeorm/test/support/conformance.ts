@@ -4,7 +4,7 @@ import {
   type RefusedHandle,
   runPublishConformance,
 } from '@outboxkit/conformance'
-import { publish, publishMany } from '@outboxkit/typeorm'
+import { inboxHandler, processOnce, publish, publishMany } from '@outboxkit/typeorm'
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm'
 
 /** The two transaction styles the TypeORM adapter accepts, each run through the whole suite. */
@@ -46,12 +46,15 @@ export function runTypeormConformance(
     label: label('EntityManager'),
     publish,
     publishMany,
+    processOnce,
     async setup() {
       const db = await open('EntityManager')
       const serial = db.serial ?? direct
       return {
         ...db,
         transaction: (fn) => serial(() => db.dataSource.transaction(fn)),
+        inboxHandler: (inbox, fn) => (message) =>
+          serial(() => inboxHandler(inbox, db.dataSource, fn)(message)),
         savepoint: (manager, fn) => manager.transaction(fn),
       }
     },
@@ -61,6 +64,7 @@ export function runTypeormConformance(
     label: label('QueryRunner'),
     publish,
     publishMany,
+    processOnce,
     async setup() {
       const db = await open('QueryRunner')
       const serial = db.serial ?? direct

@@ -26,6 +26,7 @@ import {
   textOrNull,
   truthy,
 } from '../../protocol/backend-rows.js'
+import { mysqlInboxBackend } from './inbox-backend.js'
 import { type MysqlRunner, mysqlRunner } from './runner.js'
 import { mysqlStatements } from './statements.js'
 
@@ -295,6 +296,7 @@ export function createMysqlBackend(executor: MysqlExecutor): OutboxBackend {
     extendLease: mysqlExtendLease(db),
     ...mysqlAdminWrites(db),
     ...mysqlListings(db),
+    ...mysqlInboxBackend(db),
     close: () => executor.close(),
   }
 }

@@ -1,3 +1,4 @@
+import type { Inbox } from '../../outbox/define-inbox.js'
 import type { Outbox } from '../../outbox/define-outbox.js'
 import { OutboxError } from '../../outbox/errors.js'
 import type { PreparedMessage, PublishResult } from '../../outbox/message.js'
@@ -5,6 +6,7 @@ import { createPublishPipeline } from '../../protocol/publish-pipeline.js'
 import type { Publisher } from '../../protocol/publisher.js'
 import type { MysqlResult } from './backend.js'
 import { toMysqlOutboxError } from './errors.js'
+import { mysqlInboxStatements } from './statements/inbox.js'
 import { MYSQL_MAX_ROWS_PER_INSERT, type MysqlStatements, mysqlStatements } from './statements.js'
 
 /** One statement of a MySQL publish, for {@link MysqlPublisherSpec.execute}. */
@@ -243,7 +245,7 @@ function oneAtATime<T>(connection: object, fn: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Builds an adapter's `publish` and `publishMany` for MySQL 8+ and MariaDB 10.6+ on the one
+ * Builds an adapter's `publish`, `publishMany` and `processOnce` for MySQL 8+ and MariaDB 10.6+ on the one
  * publish pipeline (validate, check the transaction, trace, write, map errors): every message is
  * written on the caller's transaction with one INSERT (plus one SELECT when some message has a
  * `dedupKey`, and two statements first when some message is of an ordered topic). Nothing is
@@ -270,6 +272,17 @@ export function createMysqlPublisher<TTx>(spec: MysqlPublisherSpec<TTx>): Publis
       const connection =
         spec.connectionOf?.(tx) ?? (typeof handle === 'object' && handle !== null ? handle : undefined)
       return connection && hasOrderedKeys(outbox, prepared) ? oneAtATime(connection, run) : run()
+    },
+    async claimInbox(inbox: Inbox, tx: TTx, id: string): Promise<boolean> {
+      const guard = spec.guard?.(tx)
+      const guarded = guard !== undefined && guard !== ''
+      const { affectedRows } = await spec.execute(tx, {
+        sql: mysqlInboxStatements(inbox.table).claim(guarded ? guard : undefined),
+        params: [inbox.consumer, id],
+        write: true,
+        guarded,
+      })
+      return affectedRows > 0
     },
     toError: toMysqlOutboxError,
   })

@@ -26,6 +26,7 @@ import {
   searchAsId,
   statsRowFrom,
 } from '../../protocol/backend-rows.js'
+import { postgresInboxBackend } from './inbox-backend.js'
 import { postgresStatements } from './statements.js'
 import type { ReplicationConnection, ReplicationHandlers } from './wal/reader.js'
 import { createPostgresWal, migrateWal, walUnavailable } from './wal/wal.js'
@@ -304,6 +305,7 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
     extendLease: postgresExtendLease(run),
     ...postgresAdminWrites(run),
     ...postgresListings(run),
+    ...postgresInboxBackend(executor),
     close: () => executor.close(),
   }
   if (executor.replicate) backend.wal = createPostgresWal(run, executor.replicate.bind(executor), source)

@@ -1,3 +1,4 @@
+import type { Inbox } from '../../outbox/define-inbox.js'
 import type { Outbox } from '../../outbox/define-outbox.js'
 import type { PreparedMessage, PublishResult } from '../../outbox/message.js'
 import { createPublishPipeline } from '../../protocol/publish-pipeline.js'
@@ -8,6 +9,7 @@ import {
   postgresPublishStatement,
   readPostgresPublishResult,
 } from './publish-statement.js'
+import { postgresInboxStatements } from './statements/inbox.js'
 import type { POSTGRES_TRANSACTION_MARKER } from './statements.js'
 import { postgresWalPublishStatement, takesWalPath, walPublishResult } from './wal/publish.js'
 
@@ -31,7 +33,7 @@ export interface PostgresPublisherSpec<TTx> {
 }
 
 /**
- * Builds an adapter's `publish` and `publishMany` for PostgreSQL on the one publish pipeline
+ * Builds an adapter's `publish`, `publishMany` and `processOnce` for PostgreSQL on the one publish pipeline
  * (validate, check the transaction, trace, write, map errors): every message, and the relay's
  * NOTIFY wake-up, is written with one statement on the caller's transaction; with
  * `transport: 'wal'`, into the write-ahead log (`pg_logical_emit_message`, docs/wal.md). Nothing is written
@@ -55,6 +57,18 @@ export function createPostgresPublisher<TTx>(spec: PostgresPublisherSpec<TTx>): 
       return spec.execute(tx, statement).then((rows) => {
         if (guarded && isPostgresPublishRefused(rows)) throw guarded.refuse()
         return readPostgresPublishResult(prepared, rows)
+      })
+    },
+    claimInbox(inbox: Inbox, tx: TTx, id: string): Promise<boolean> {
+      const sql = postgresInboxStatements(inbox.table)
+      const statement: PostgresPublishStatement = {
+        text: guarded ? sql.claimGuarded : sql.claim,
+        values: [inbox.consumer, id],
+        name: guarded ? 'outboxkit_inbox_claim_guarded' : 'outboxkit_inbox_claim',
+      }
+      return spec.execute(tx, statement).then((rows) => {
+        if (guarded && isPostgresPublishRefused(rows)) throw guarded.refuse()
+        return rows.some((r) => r.inserted === true || r.inserted === 't')
       })
     },
   })

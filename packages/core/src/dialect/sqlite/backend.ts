@@ -19,6 +19,7 @@ import type {
   WakeSubscription,
 } from '../../protocol/backend.js'
 import { blockedKeyRowFrom, claimedRowFrom, deadRowFrom, statsRowFrom } from '../../protocol/backend-rows.js'
+import { sqliteInboxBackend } from './inbox-backend.js'
 import { SKIPPED, type SqliteRunner, sqliteRunner } from './runner.js'
 import { sqliteStatements } from './statements.js'
 import { listenSqliteWake } from './wake.js'
@@ -249,6 +250,7 @@ export function createSqliteBackend(executor: SqliteExecutor): OutboxBackend {
     extendLease: sqliteExtendLease(db),
     ...sqliteAdminWrites(db),
     ...sqliteListings(db),
+    ...sqliteInboxBackend(executor, db),
     listen: listenInProcess,
     close: () => executor.close(),
   }

@@ -1,7 +1,9 @@
+import type { Inbox } from '../../outbox/define-inbox.js'
 import type { Outbox } from '../../outbox/define-outbox.js'
 import type { PreparedMessage, PublishResult } from '../../outbox/message.js'
 import { createPublishPipeline } from '../../protocol/publish-pipeline.js'
 import type { Publisher } from '../../protocol/publisher.js'
+import { sqliteInboxStatements } from './statements/inbox.js'
 import { bindSqlite, sqliteStatements } from './statements.js'
 import { wakeSqliteAfterTransaction } from './wake.js'
 
@@ -140,7 +142,7 @@ function then<T, U>(value: T | Promise<T>, fn: (value: T) => U | Promise<U>): U 
 }
 
 /**
- * Builds an adapter's `publish` and `publishMany` for SQLite on the one publish pipeline (check
+ * Builds an adapter's `publish`, `publishMany` and `processOnce` for SQLite on the one publish pipeline (check
  * the transaction, validate, trace, write, map errors): every message is written with one INSERT
  * on the caller's transaction (plus, only when some message's `dedupKey` already existed, one
  * SELECT that finds the rows holding them). Nothing is written when a check fails.
@@ -181,6 +183,10 @@ export function createSqlitePublisher<TTx>(spec: SqlitePublisherSpec<TTx>): Publ
         }
         return lookup ? then(run(tx, lookup), results) : results()
       })
+    },
+    claimInbox(inbox: Inbox, tx: TTx, id: string) {
+      const statement = { sql: sqliteInboxStatements(inbox.table).claim, params: [inbox.consumer, id] }
+      return then(run(tx, statement), (rows) => rows.length > 0)
     },
   })
 }
