@@ -5,7 +5,8 @@
 # by hand: `bash scripts/ensure-wal.sh`.
 #
 # - wal_level: `ALTER SYSTEM SET wal_level = logical`, then ONE restart
-#   (`pg_ctlcluster --skip-systemctl-redirect <version> main restart -m fast`), only when the
+#   (`pg_ctlcluster --skip-systemctl-redirect <version> <cluster> restart -m fast`, the cluster
+#   that serves DATABASE_URL's port: `main` on this machine), only when the
 #   running value is not already logical. A restart cuts every open connection on that server.
 # - pg_hba.conf: adds `host replication all 127.0.0.1/32 trust` and `local replication all trust`
 #   when missing, then reloads (no restart).
@@ -30,6 +31,10 @@ if [ "$local_server" != true ] || ! command -v pg_ctlcluster >/dev/null 2>&1; th
   exit 1
 fi
 version=$(q "SELECT current_setting('server_version_num')::int / 10000")
+port=$(q 'SHOW port')
+# The cluster that serves this port (the machine's is `main` on 5432).
+cluster=$(pg_lsclusters -h 2>/dev/null | awk -v v="$version" -v p="$port" '$1 == v && $3 == p { print $2; exit }')
+cluster=${cluster:-main}
 restart=false
 if [ "$hba_ok" != t ]; then
   hba=$(q 'SHOW hba_file')
@@ -42,11 +47,11 @@ if [ "$hba_ok" != t ]; then
 fi
 if [ "$wal_level" != logical ]; then
   q 'ALTER SYSTEM SET wal_level = logical' >/dev/null
-  say "wal_level was $wal_level: set to logical, restarting PostgreSQL $version"
-  pg_ctlcluster --skip-systemctl-redirect "$version" main restart -m fast
+  say "wal_level was $wal_level: set to logical, restarting PostgreSQL $version (cluster $cluster, port $port)"
+  pg_ctlcluster --skip-systemctl-redirect "$version" "$cluster" restart -m fast
   restart=true
 fi
-for _ in $(seq 1 30); do pg_isready -h 127.0.0.1 -q && break; sleep 1; done
+for _ in $(seq 1 30); do pg_isready -h 127.0.0.1 -p "$port" -q && break; sleep 1; done
 [ "$(q 'SHOW wal_level')" = logical ] || { say "wal_level is still not logical after the restart"; exit 1; }
 [ "$restart" = true ] && say "PostgreSQL restarted with wal_level=logical"
 exit 0
