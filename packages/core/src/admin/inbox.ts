@@ -16,9 +16,15 @@ export interface PurgeInboxOptions {
    * Delete rows processed more than this many ms ago. Default {@link INBOX_DEFAULT_RETENTION_MS}
    * (7 days). A message redelivered after its row was purged is processed again: keep this longer
    * than the longest redelivery you expect (relay retries, a broker's redelivery window).
+   *
+   * @defaultValue `604_800_000` (7 days, {@link INBOX_DEFAULT_RETENTION_MS})
    */
   olderThanMs?: number
-  /** Rows per DELETE statement (each in a transaction of its own). Default 1 000; 1 to 100 000. */
+  /**
+   * Rows per DELETE statement (each in a transaction of its own). Default 1 000; 1 to 100 000.
+   *
+   * @defaultValue `1_000`
+   */
   batchSize?: number
 }
 

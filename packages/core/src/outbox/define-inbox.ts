@@ -11,12 +11,18 @@ export const INBOX_MAX_ID_LENGTH = 255
 
 /** Options of {@link defineInbox}. */
 export interface DefineInboxOptions {
-  /** The table; default `'inbox'`; `'schema.table'` works too. Validated, never spliced raw. */
+  /**
+   * The table; default `'inbox'`; `'schema.table'` works too. Validated, never spliced raw.
+   *
+   * @defaultValue `'inbox'`
+   */
   table?: string
   /**
    * Who processes: each consumer keeps its own record of the message ids it processed, so two
    * consumers (billing, shipping) of one message each run their handler once. Default `'default'`.
    * At most 255 characters.
+   *
+   * @defaultValue `'default'`
    */
   consumer?: string
 }
