@@ -87,6 +87,7 @@ export {
   type ServerProcess,
   startServerProcess,
 } from './kit/server-process.js'
+export { killServerMidDrain, type MidDrainKill, RESTART_RELAY_OPTIONS } from './kit/server-restart.js'
 export { type ClaimedAttempt, settleDelivered } from './kit/settlements.js'
 export { removeSqliteFile, tempSqliteFile } from './kit/sqlite-files.js'
 export {

@@ -7,8 +7,9 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import {
   countedHandler,
   createPgOutbox,
-  observeFor,
+  killServerMidDrain,
   type PgOutbox,
+  RESTART_RELAY_OPTIONS,
   type ServerProcess,
   startServerProcess,
   waitFor,
@@ -69,23 +70,9 @@ test('the server SIGKILLed and restarted mid-drain: the relay heals with backoff
     backend: db.backend,
     // A little work per message and few at a time, so the kill lands in the middle of the drain.
     handlers: { 'order.created': handler },
-    concurrency: 4,
-    retry: { baseMs: 200, maxMs: 2_000 },
-    maxAttempts: 100,
-    pollIntervalMs: 50,
+    ...RESTART_RELAY_OPTIONS,
   })
-  await relay.start()
-  await waitFor(() => stats.delivered >= 50 || undefined, {
-    timeoutMs: 30_000,
-    what: '50 messages delivered',
-  })
-  await server.stop('SIGKILL')
-  const deliveredAtKill = stats.delivered
-  const down = Date.now()
-  await observeFor(3_000)
-  const callsWhileDown = stats.calls
-  await server.start()
-  const downMs = Date.now() - down
+  const { deliveredAtKill, callsWhileDown, downMs } = await killServerMidDrain(relay, server, stats)
   // The reader reconnects too, and JetStream recovers its store first: a request may time out.
   const inStream = async () => (await jsm.streams.info(STREAM).catch(() => null))?.state.messages ?? 0
   await waitFor(async () => (await inStream()) >= committed.length || undefined, {

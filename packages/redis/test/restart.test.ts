@@ -6,8 +6,9 @@
 import {
   countedHandler,
   createPgOutbox,
-  observeFor,
+  killServerMidDrain,
   type PgOutbox,
+  RESTART_RELAY_OPTIONS,
   type ServerProcess,
   startServerProcess,
   waitFor,
@@ -65,23 +66,9 @@ test('the server SIGKILLed and restarted mid-drain: the relay heals with backoff
     backend: db.backend,
     // A little work per message and few at a time, so the kill lands in the middle of the drain.
     handlers: { 'order.shipped': handler },
-    concurrency: 4,
-    retry: { baseMs: 200, maxMs: 2_000 },
-    maxAttempts: 100,
-    pollIntervalMs: 50,
+    ...RESTART_RELAY_OPTIONS,
   })
-  await relay.start()
-  await waitFor(() => stats.delivered >= 50 || undefined, {
-    timeoutMs: 30_000,
-    what: '50 messages delivered',
-  })
-  await server.stop('SIGKILL')
-  const deliveredAtKill = stats.delivered
-  const down = Date.now()
-  await observeFor(3_000)
-  const callsWhileDown = stats.calls
-  await server.start()
-  const downMs = Date.now() - down
+  const { deliveredAtKill, callsWhileDown, downMs } = await killServerMidDrain(relay, server, stats)
   await waitFor(() => stats.delivered >= committed.length || undefined, {
     timeoutMs: 60_000,
     what: 'the relay done',
