@@ -31,7 +31,12 @@ export {
   runForwarderConformance,
 } from './forwarder-suite.js'
 export { registerInboxTests, runInboxConformance } from './inbox-suite.js'
-export { type BrokerCrashOptions, type BrokerCrashReport, runBrokerCrash } from './kit/broker-crash.js'
+export {
+  type BrokerCrashOptions,
+  type BrokerCrashReport,
+  expectCrashSurvived,
+  runBrokerCrash,
+} from './kit/broker-crash.js'
 export {
   type BrokerLedgerVerdict,
   type BrokerRecord,

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { defineOutbox, migrate } from '@outboxkit/core'
 import { pgBackend } from '@outboxkit/pg'
 import pg from 'pg'
+import { expect } from 'vitest'
 import { testDatabaseUrl, uniqueTableName, waitFor } from '../database.js'
 import {
   type BrokerLedgerVerdict,
@@ -196,4 +197,22 @@ export async function runBrokerCrash(options: BrokerCrashOptions): Promise<Broke
 async function unconfirmed(pool: pg.Pool, table: string): Promise<number> {
   const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)
   return Number(rows[0]?.n ?? 0)
+}
+
+/**
+ * Logs what a crash run did (`label`, e.g. `nats crash`; `heldIn`, where the broker holds the
+ * records, e.g. `in the stream`) and asserts what every broker must show: relays were killed, kills
+ * landed mid-drain, some transactions rolled back, nothing lost, nothing phantom. The duplicates
+ * and the key order are the test's to assert.
+ */
+export function expectCrashSurvived(report: BrokerCrashReport, label: string, heldIn: string): void {
+  const { verdict } = report
+  console.info(
+    `[${label}] committed ${verdict.committed}, rolled back ${verdict.rolledBack}, ${heldIn} ${verdict.received}, kills ${report.kills} (${report.killsMidDrain} mid-drain), lost ${verdict.lost.length}, phantom ${verdict.phantom.length}, duplicates ${verdict.duplicates}, drained ${report.drainMs} ms after the producers stopped`,
+  )
+  expect(report.kills, 'relays were killed').toBeGreaterThanOrEqual(3)
+  expect(report.killsMidDrain, 'kills landed while messages were unconfirmed').toBeGreaterThan(0)
+  expect(verdict.rolledBack, 'some transactions rolled back').toBeGreaterThan(0)
+  expect(verdict.lost, 'lost').toEqual([])
+  expect(verdict.phantom, 'phantom').toEqual([])
 }
