@@ -6,34 +6,24 @@ import { join } from 'node:path'
 import { DIALECTS, deferred } from '@outboxkit/conformance'
 import { createRelay } from '@outboxkit/core'
 import { createDashboard } from '@outboxkit/dashboard'
-import type { BrowserContext, Page } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { ensureChromium, launchChromium, serve } from './support/browser.js'
+import { serve, useChromium } from './support/browser.js'
 import { useDashboardDb } from './support/databases.js'
 
 const XSS_KEY = '</script><img src=x onerror=alert(1)>'
 const XSS_ERROR = '<img src=x onerror="window.__pwned=1"><b>bold?</b>'
 
-let chromium: Awaited<ReturnType<typeof launchChromium>> | undefined
-let context: BrowserContext
-beforeAll(async () => {
-  ensureChromium()
-  chromium = await launchChromium()
-  context = chromium.context
-}, 900_000)
-afterAll(async () => {
-  await chromium?.close()
-})
+const chromium = useChromium()
 
 async function open(url: string): Promise<{ page: Page; dialogs: string[] }> {
-  const page = await context.newPage()
   const dialogs: string[] = []
-  page.on('dialog', (d) => {
-    dialogs.push(d.message())
-    void d.dismiss()
-  })
-  await page.goto(url)
-  await page.waitForSelector('body[data-loaded="true"]', { timeout: 30_000 })
+  const page = await chromium.openLoaded(url, (p) =>
+    p.on('dialog', (d) => {
+      dialogs.push(d.message())
+      void d.dismiss()
+    }),
+  )
   return { page, dialogs }
 }
 
@@ -155,7 +145,7 @@ describe.each(DIALECTS)('%s', (dialect) => {
   })
 
   test('readable on a phone: at 390 px wide nothing overflows sideways', async () => {
-    const page = await context.newPage()
+    const page = await chromium.context.newPage()
     await page.setViewportSize({ width: 390, height: 844 })
     await page.goto(`${writable.url}/outbox`)
     await page.waitForSelector('body[data-loaded="true"]', { timeout: 30_000 })

@@ -9,28 +9,14 @@ import { createDashboard } from '@outboxkit/dashboard'
 import express from 'express'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import { Hono } from 'hono'
-import type { BrowserContext, Page } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { ensureChromium, launchChromium } from './support/browser.js'
+import { useChromium } from './support/browser.js'
 import { useDashboardDb } from './support/databases.js'
 
-let chromium: Awaited<ReturnType<typeof launchChromium>> | undefined
-let context: BrowserContext
-beforeAll(async () => {
-  ensureChromium()
-  chromium = await launchChromium()
-  context = chromium.context
-}, 900_000)
-afterAll(async () => {
-  await chromium?.close()
-})
+const chromium = useChromium()
 
-async function open(url: string): Promise<Page> {
-  const page = await context.newPage()
-  await page.goto(url)
-  await page.waitForSelector('body[data-loaded="true"]', { timeout: 30_000 })
-  return page
-}
+const open = (url: string): Promise<Page> => chromium.openLoaded(url)
 
 // One database is enough here: what is tested is the mounting; the matrix runs in browser.test.ts.
 describe.each(DIALECTS.slice(0, 1))('%s', (dialect) => {

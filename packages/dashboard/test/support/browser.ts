@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { type BrowserContext, chromium } from 'playwright-core'
+import { type BrowserContext, chromium, type Page } from 'playwright-core'
+import { afterAll, beforeAll } from 'vitest'
 
 /** Debian's chromium, which scripts/ensure-chromium.sh installs when missing. */
 export const CHROMIUM = process.env.OUTBOXKIT_CHROMIUM ?? '/usr/bin/chromium'
@@ -59,5 +60,47 @@ export async function serve(listener: RequestListener): Promise<{ url: string; c
         server.closeAllConnections()
         server.close(() => resolve())
       }),
+  }
+}
+
+/** What {@link useChromium} gives a test file: the browser's context once it is launched. */
+export interface ChromiumInFile {
+  /** The browser context (read it inside tests or hooks). */
+  readonly context: BrowserContext
+  /**
+   * A new page on `url`, resolved once the dashboard loaded (`body[data-loaded="true"]`);
+   * `prepare` runs on the page before it navigates.
+   */
+  openLoaded(url: string, prepare?: (page: Page) => void): Promise<Page>
+}
+
+/**
+ * A headless Chromium ({@link ensureChromium}, then {@link launchChromium}) for the file it is
+ * called in: launched before all tests, closed after all.
+ */
+export function useChromium(): ChromiumInFile {
+  let browser: Awaited<ReturnType<typeof launchChromium>> | undefined
+  beforeAll(async () => {
+    ensureChromium()
+    browser = await launchChromium()
+  }, 900_000)
+  afterAll(async () => {
+    await browser?.close()
+  })
+  const launched = () => {
+    if (!browser) throw new Error('chromium launches in beforeAll: use it inside tests or hooks')
+    return browser.context
+  }
+  return {
+    get context() {
+      return launched()
+    },
+    async openLoaded(url, prepare) {
+      const page = await launched().newPage()
+      prepare?.(page)
+      await page.goto(url)
+      await page.waitForSelector('body[data-loaded="true"]', { timeout: 30_000 })
+      return page
+    },
   }
 }
