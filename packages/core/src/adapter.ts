@@ -44,11 +44,7 @@ export {
   mysqlStatements,
   quoteMysqlIdent,
 } from './dialect/mysql/statements.js'
-export {
-  createPostgresBackend,
-  type PostgresExecutor,
-  statementName,
-} from './dialect/postgres/backend.js'
+export { createPostgresBackend, type PostgresExecutor } from './dialect/postgres/backend.js'
 export {
   isPostgresPublishRefused,
   type PostgresPublishOptions,
@@ -57,6 +53,7 @@ export {
   readPostgresPublishResult,
 } from './dialect/postgres/publish-statement.js'
 export { createPostgresPublisher, type PostgresPublisherSpec } from './dialect/postgres/publisher.js'
+export { statementName } from './dialect/postgres/run.js'
 export {
   type PostgresInboxStatements,
   postgresInboxStatements,

@@ -1,32 +1,18 @@
 import type { Outbox } from '../../outbox/define-outbox.js'
 import { toOutboxError } from '../../outbox/errors.js'
 import type {
-  BlockedKeyRow,
-  BlockedKeysRequest,
   ClaimedRow,
   ClaimRequest,
-  CountDeadRequest,
-  DeadRow,
-  DiscardRequest,
   ExtendLeaseRequest,
-  ListDeadRequest,
   OutboxBackend,
-  PurgeRequest,
-  RedriveRequest,
   SettleRequest,
-  StatsRequest,
-  StatsRow,
   WakeHandlers,
   WakeSubscription,
 } from '../../protocol/backend.js'
-import {
-  blockedKeyRowFrom,
-  claimedRowFrom,
-  deadRowFrom,
-  searchAsId,
-  statsRowFrom,
-} from '../../protocol/backend-rows.js'
+import { claimedRowFrom } from '../../protocol/backend-rows.js'
+import { postgresAdminWrites, postgresListings } from './admin-backend.js'
 import { postgresInboxBackend } from './inbox-backend.js'
+import { type PostgresRun, postgresRun } from './run.js'
 import { postgresStatements } from './statements.js'
 import type { ReplicationConnection, ReplicationHandlers } from './wal/reader.js'
 import { createPostgresWal, migrateWal, walUnavailable } from './wal/wal.js'
@@ -57,53 +43,6 @@ export interface PostgresExecutor {
   replicate?(command: string, handlers: ReplicationHandlers): Promise<ReplicationConnection>
   /** Releases what the executor created itself (never a user's pool). */
   close(): Promise<void>
-}
-
-const names = new Map<string, string>()
-/**
- * A prepared-statement name unique to the statement text (FNV-1a hash), so that outboxes on
- * different tables sharing one connection never reuse a name for another statement.
- */
-export function statementName(base: string, text: string): string {
-  let name = names.get(text)
-  if (!name) {
-    let h = 0x811c9dc5
-    for (let i = 0; i < text.length; i++) {
-      h ^= text.charCodeAt(i)
-      h = Math.imul(h, 0x01000193)
-    }
-    name = `${base}_${(h >>> 0).toString(36)}`
-    names.set(text, name)
-  }
-  return name
-}
-
-function rowsAffected(rows: Record<string, unknown>[]): number {
-  const n = rows[0]?.n
-  return typeof n === 'number' ? n : Number(n ?? 0)
-}
-
-/**
- * Runs one statement: `what` names it in errors (an {@link OutboxError} from the driver's), `base`
- * gives a prepared-statement name (see {@link statementName}) to drivers that cache them.
- */
-type PostgresRun = (
-  what: string,
-  text: string,
-  params: readonly unknown[],
-  base?: string,
-) => Promise<Record<string, unknown>[]>
-
-/** The {@link PostgresRun} of `executor`. */
-function postgresRun(executor: PostgresExecutor): PostgresRun {
-  const source = executor.name
-  return async (what, text, params, base) => {
-    try {
-      return await executor.query(text, params, base === undefined ? undefined : statementName(base, text))
-    } catch (err) {
-      throw toOutboxError(err, source, what)
-    }
-  }
 }
 
 /** `claim`: one `UPDATE ... RETURNING` of the due rows (attempts, lease and dead-letter at claim). */
@@ -186,90 +125,6 @@ function postgresExtendLease(run: PostgresRun): NonNullable<OutboxBackend['exten
       'outboxkit_extend',
     )
     return rows.map((r) => r.id as string)
-  }
-}
-
-/** The admin writes (purge, redrive, discard): one statement each, returning how many rows it changed. */
-function postgresAdminWrites(
-  run: PostgresRun,
-): Required<Pick<OutboxBackend, 'purge' | 'redrive' | 'discard'>> {
-  return {
-    async purge(req: PurgeRequest): Promise<number> {
-      const sql = postgresStatements(req.table)
-      const rows = await run(
-        'purge',
-        `WITH d AS (${sql.purge} RETURNING 1) SELECT count(*)::int AS n FROM d`,
-        [req.states, req.olderThanMs],
-      )
-      return rowsAffected(rows)
-    },
-    async redrive(req: RedriveRequest): Promise<number> {
-      const sql = postgresStatements(req.table)
-      const rows = await run(
-        'redrive',
-        `WITH d AS (${sql.redrive} RETURNING 1) SELECT count(*)::int AS n FROM d`,
-        [req.ids ?? null, req.topics ?? null],
-      )
-      return rowsAffected(rows)
-    },
-    async discard(req: DiscardRequest): Promise<number> {
-      const sql = postgresStatements(req.table)
-      const rows = await run(
-        'discard',
-        `WITH d AS (${sql.discard} RETURNING 1) SELECT count(*)::int AS n FROM d`,
-        [req.ids ?? null, req.topics ?? null],
-      )
-      return rowsAffected(rows)
-    },
-  }
-}
-
-/** The admin reads (stats, dead letters, blocked keys): one read-only statement each. */
-function postgresListings(
-  run: PostgresRun,
-): Required<Pick<OutboxBackend, 'stats' | 'listDead' | 'countDead' | 'blockedKeys'>> {
-  return {
-    async stats(req: StatsRequest): Promise<StatsRow[]> {
-      const sql = postgresStatements(req.table)
-      const states = req.includeDelivered
-        ? ['pending', 'processing', 'dead', 'delivered']
-        : ['pending', 'processing', 'dead']
-      const rows = await run('stats', sql.stats, [states], 'outboxkit_stats')
-      return rows.map(statsRowFrom)
-    },
-    async listDead(req: ListDeadRequest): Promise<DeadRow[]> {
-      const sql = postgresStatements(req.table)
-      const rows = await run('listing dead messages', sql.listDead, [
-        req.topics ?? null,
-        req.limit,
-        req.after?.deadAtMs ?? null,
-        req.after?.id ?? null,
-        req.search ?? null,
-        searchAsId(req.search),
-      ])
-      return rows.map(deadRowFrom)
-    },
-    async countDead(req: CountDeadRequest): Promise<number> {
-      const sql = postgresStatements(req.table)
-      const rows = await run('counting dead messages', sql.countDead, [
-        req.topics ?? null,
-        req.cap,
-        req.search ?? null,
-        searchAsId(req.search),
-      ])
-      return Number(rows[0]?.n ?? 0)
-    },
-    async blockedKeys(req: BlockedKeysRequest): Promise<BlockedKeyRow[]> {
-      const sql = postgresStatements(req.table)
-      const rows = await run('listing blocked keys', sql.blockedKeys, [
-        req.continueAfterDead,
-        req.topics ?? null,
-        req.afterKey ?? null,
-        req.limit,
-        req.includeRetrying,
-      ])
-      return rows.map(blockedKeyRowFrom)
-    },
   }
 }
 

@@ -2,18 +2,13 @@ import type { Inbox } from '../../outbox/define-inbox.js'
 import { toOutboxError } from '../../outbox/errors.js'
 import { type InboxBackend, inboxStatsRowFrom } from '../../protocol/inbox-backend.js'
 import type { PostgresExecutor } from './backend.js'
+import { postgresRun } from './run.js'
 import { postgresInboxStatements } from './statements/inbox.js'
 
 /** The inbox members of a PostgreSQL backend (see {@link InboxBackend}): one statement each. */
 export function postgresInboxBackend(executor: PostgresExecutor): Required<InboxBackend> {
   const source = executor.name
-  const query = async (what: string, text: string, params: readonly unknown[]) => {
-    try {
-      return await executor.query(text, params)
-    } catch (err) {
-      throw toOutboxError(err, source, what)
-    }
-  }
+  const query = postgresRun(executor)
   return {
     async migrateInbox(inbox: Inbox) {
       try {
