@@ -47,6 +47,30 @@ async function raceOnServer(opts: {
   return second
 }
 
+/**
+ * The two races of one server: the first commits (the second skips) or rolls back (the second
+ * runs). `processInTx` runs processOnce in a transaction of its own on that server.
+ */
+function testSecondWaitsOnFirst(
+  processInTx: (id: string, fn: () => unknown) => Promise<{ processed: boolean }>,
+  blocked: () => Promise<boolean>,
+): void {
+  for (const commit of [true, false]) {
+    test(`first ${commit ? 'commits: the second skips' : 'rolls back: the second runs'}`, async () => {
+      const id = `m-${commit}`
+      let ran = 0
+      const second = await raceOnServer({
+        commit,
+        first: (fn) => processInTx(id, fn),
+        second: () => processInTx(id, () => ran++),
+        blocked,
+      })
+      expect(second.processed).toBe(!commit)
+      expect(ran).toBe(commit ? 0 : 1)
+    })
+  }
+}
+
 describe('PostgreSQL: the second waits on the uncommitted row (ON CONFLICT DO NOTHING)', () => {
   const pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 4 })
   let inbox: Inbox
@@ -79,20 +103,7 @@ describe('PostgreSQL: the second waits on the uncommitted row (ON CONFLICT DO NO
         [`%${inbox.table.name}%`],
       )
     ).rows[0].n > 0
-  for (const commit of [true, false]) {
-    test(`first ${commit ? 'commits: the second skips' : 'rolls back: the second runs'}`, async () => {
-      const id = `m-${commit}`
-      let ran = 0
-      const second = await raceOnServer({
-        commit,
-        first: (fn) => inTx((c) => pgProcessOnce(inbox, c, { id }, fn)),
-        second: () => inTx((c) => pgProcessOnce(inbox, c, { id }, () => ran++)),
-        blocked,
-      })
-      expect(second.processed).toBe(!commit)
-      expect(ran).toBe(commit ? 0 : 1)
-    })
-  }
+  testSecondWaitsOnFirst((id, fn) => inTx((c) => pgProcessOnce(inbox, c, { id }, fn)), blocked)
 })
 
 describe('MariaDB: the second waits on the uncommitted row (INSERT IGNORE)', () => {
@@ -129,20 +140,7 @@ describe('MariaDB: the second waits on the uncommitted row (INSERT IGNORE)', () 
     )
     return Number((rows as { n: number }[])[0]!.n) > 0
   }
-  for (const commit of [true, false]) {
-    test(`first ${commit ? 'commits: the second skips' : 'rolls back: the second runs'}`, async () => {
-      const id = `m-${commit}`
-      let ran = 0
-      const second = await raceOnServer({
-        commit,
-        first: (fn) => inTx((c) => mysqlProcessOnce(inbox, c, { id }, fn)),
-        second: () => inTx((c) => mysqlProcessOnce(inbox, c, { id }, () => ran++)),
-        blocked,
-      })
-      expect(second.processed).toBe(!commit)
-      expect(ran).toBe(commit ? 0 : 1)
-    })
-  }
+  testSecondWaitsOnFirst((id, fn) => inTx((c) => mysqlProcessOnce(inbox, c, { id }, fn)), blocked)
 })
 
 describe('SQLite: one writer, so a second connection never meets an uncommitted row', () => {
