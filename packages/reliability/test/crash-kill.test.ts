@@ -11,6 +11,7 @@ import { produce, publishCommitted } from '../src/producer.js'
 import { figuresLine, verdictFigures } from '../src/report.js'
 import { computeVerdict, explainedTotal, violations } from '../src/verdict.js'
 import { type FleetFixture, fleetFixture } from './support/fleet-fixture.js'
+import { killInHandlersThenDrain } from './support/kill-in-handler.js'
 
 let fixture: FleetFixture | undefined
 afterEach(async () => {
@@ -46,38 +47,7 @@ async function killMidHandler(dialect: OutboxDialect, pooler?: string): Promise<
   })
   expect(producer.rolledBackMessages).toBeGreaterThan(0)
   await f.fleet.spawnMany(3)
-  const statements = ledgerSql(dialect, f.tables)
-  const live = () => liveRows(f.db, f.tables)
-  const replacements: Promise<unknown>[] = []
-  const wantKills = 5
-  while (f.fleet.deaths.length < wantKills && (await live()) > 0) {
-    // Aim at a relay that is inside a handler right now: it has written a side effect whose
-    // message is not settled yet.
-    const victim = await pollUntil(
-      async () => {
-        for (const r of f.fleet.running) {
-          const [row] = await f.db.query<{ n: number }>(statements.inHandler, [r.pid])
-          if (Number(row!.n) > 0) return r
-        }
-        return (await live()) === 0 ? 'drained' : undefined
-      },
-      { timeoutMs: 60_000, intervalMs: 10, what: 'a relay inside a handler' },
-    )
-    if (victim === 'drained') break
-    await f.fleet.kill(victim)
-    replacements.push(f.fleet.spawn())
-    // Keep at least two relays draining before the next kill.
-    await pollUntil(() => f.fleet.running.length >= 2, {
-      timeoutMs: 60_000,
-      what: 'a replacement relay',
-    })
-  }
-  await Promise.all(replacements)
-  await pollUntil(async () => (await live()) === 0, {
-    timeoutMs: 90_000,
-    intervalMs: 200,
-    what: 'the drain',
-  })
+  await killInHandlersThenDrain(f, dialect, { kills: 5, drainTimeoutMs: 90_000 })
   await f.fleet.stop()
   const verdict = await computeVerdict(f.db, f.tables)
   const kills = f.fleet.deaths.filter((d) => d.cause === 'killed')

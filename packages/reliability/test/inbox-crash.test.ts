@@ -8,13 +8,12 @@
 import { DIALECTS } from '@outboxkit/conformance'
 import { migrate, type OutboxDialect } from '@outboxkit/core'
 import { afterEach, describe, expect, test } from 'vitest'
-import { pollUntil } from '../src/database.js'
 import { businessTableSql, type InboxEffectConfig, runInbox } from '../src/inbox-effect.js'
-import { liveRows } from '../src/ledger.js'
 import { ledgerSql } from '../src/ledger-sql.js'
 import { produce } from '../src/producer.js'
 import { figuresLine } from '../src/report.js'
 import { type FleetFixture, fleetFixture } from './support/fleet-fixture.js'
+import { killInHandlersThenDrain } from './support/kill-in-handler.js'
 
 let fixture: FleetFixture | undefined
 const dropAfter: string[] = []
@@ -48,33 +47,9 @@ async function killWhileProcessingOnce(dialect: OutboxDialect): Promise<void> {
     keepGoing: (s) => s.committedMessages + s.rolledBackMessages < 600,
   })
   await f.fleet.spawnMany(3)
-  const statements = ledgerSql(dialect, f.tables)
-  const live = () => liveRows(f.db, f.tables)
-  const replacements: Promise<unknown>[] = []
-  while (f.fleet.deaths.length < 6 && (await live()) > 0) {
-    const victim = await pollUntil(
-      async () => {
-        for (const r of f.fleet.running) {
-          const [row] = await f.db.query<{ n: number }>(statements.inHandler, [r.pid])
-          if (Number(row!.n) > 0) return r
-        }
-        return (await live()) === 0 ? 'drained' : undefined
-      },
-      { timeoutMs: 60_000, intervalMs: 10, what: 'a relay inside a handler' },
-    )
-    if (victim === 'drained') break
-    await f.fleet.kill(victim)
-    replacements.push(f.fleet.spawn())
-    await pollUntil(() => f.fleet.running.length >= 2, { timeoutMs: 60_000, what: 'a replacement relay' })
-  }
-  await Promise.all(replacements)
-  await pollUntil(async () => (await live()) === 0, {
-    timeoutMs: 120_000,
-    intervalMs: 200,
-    what: 'the drain',
-  })
+  await killInHandlersThenDrain(f, dialect, { kills: 6, drainTimeoutMs: 120_000 })
   await f.fleet.stop()
-  const { t } = statements
+  const { t } = ledgerSql(dialect, f.tables)
   const pid = dialect === 'postgres' ? 'p.id::text' : 'p.id'
   const q = async (sql: string) => Number((await f.db.query<{ n: number }>(sql))[0]!.n)
   const committed = await q(`SELECT count(*) AS n FROM ${t.produced}`)
