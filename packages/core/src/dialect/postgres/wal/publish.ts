@@ -2,10 +2,8 @@ import type { Outbox } from '../../../outbox/define-outbox.js'
 import { OutboxError } from '../../../outbox/errors.js'
 import type { PreparedMessage, PublishResult } from '../../../outbox/message.js'
 import type { PostgresPublishStatement } from '../publish-statement.js'
-import { postgresTable } from '../statements/table.js'
-import { postgresWalStatements } from '../statements/wal.js'
 import { encodeWalContent } from './message.js'
-import { walNames } from './names.js'
+import { walStatementsOf } from './statements-of.js'
 
 /**
  * Whether `messages` (one publish call) go into the WAL: the outbox has `transport: 'wal'` and no
@@ -28,8 +26,10 @@ export function postgresWalPublishStatement(
   messages: readonly PreparedMessage[],
   guarded: boolean,
 ): PostgresPublishStatement {
-  const { prefix, slot } = walNames(outbox.table)
-  const sql = postgresWalStatements(postgresTable(outbox.table), slot)
+  const {
+    names: { prefix, slot },
+    sql,
+  } = walStatementsOf(outbox.table)
   const now = Date.now()
   const check = now - (slotSeenAt.get(slot) ?? Number.NEGATIVE_INFINITY) >= SLOT_CHECK_EVERY_MS
   const content = encodeWalContent(messages, now)
@@ -68,7 +68,7 @@ export function walPublishResult(
   statement: PostgresPublishStatement,
 ): PublishResult[] {
   const slot = rows[0]?.inserted
-  const { slot: name } = walNames(outbox.table)
+  const { slot: name } = walStatementsOf(outbox.table).names
   if (slot === true || slot === 't') {
     // A statement that looked the slot up and found it: trust it for SLOT_CHECK_EVERY_MS.
     if (!statement.name.endsWith('_unchecked')) slotSeenAt.set(name, Date.now())
@@ -76,7 +76,7 @@ export function walPublishResult(
     slotSeenAt.delete(name)
     throw new OutboxError(
       'WAL_UNAVAILABLE',
-      `the replication slot ${walNames(outbox.table).slot} of table ${outbox.table.display} does not exist, so a message written into the WAL would be lost; nothing was written. Run migrate(outbox, backend) with transport 'wal' (it creates the slot), or use transport 'table'. See docs/wal.md.`,
+      `the replication slot ${name} of table ${outbox.table.display} does not exist, so a message written into the WAL would be lost; nothing was written. Run migrate(outbox, backend) with transport 'wal' (it creates the slot), or use transport 'table'. See docs/wal.md.`,
       { source },
     )
   }

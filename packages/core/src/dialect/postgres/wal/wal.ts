@@ -1,21 +1,15 @@
 import type { Outbox, TableRef } from '../../../outbox/define-outbox.js'
 import { OutboxError } from '../../../outbox/errors.js'
 import type { OutboxWal, SlotStats, WalMove, WalReader, WalReadHandlers } from '../../../protocol/wal.js'
-import { postgresTable } from '../statements/table.js'
-import { postgresWalStatements, startReplicationCommand } from '../statements/wal.js'
-import { walNames } from './names.js'
+import { startReplicationCommand } from '../statements/wal.js'
 import { PgoutputReader, type ReplicationConnection, type ReplicationHandlers } from './reader.js'
+import { walStatementsOf } from './statements-of.js'
 
 /** Runs one statement, mapping errors (the backend's `run`). */
 type Run = (what: string, text: string, params: readonly unknown[]) => Promise<Record<string, unknown>[]>
 
 /** The driver's replication client (see `PostgresExecutor.replicate`). */
 export type Replicate = (command: string, handlers: ReplicationHandlers) => Promise<ReplicationConnection>
-
-function statementsOf(table: TableRef) {
-  const names = walNames(table)
-  return { names, sql: postgresWalStatements(postgresTable(table), names.slot) }
-}
 
 /** `OutboxError('WAL_UNAVAILABLE')` of `source`. */
 export function walUnavailable(source: string, what: string): OutboxError {
@@ -24,7 +18,7 @@ export function walUnavailable(source: string, what: string): OutboxError {
 
 /** Checks `wal_level` and the version; throws `WAL_UNAVAILABLE` naming what to change. */
 export async function checkWalServer(run: Run, source: string): Promise<void> {
-  const { sql } = statementsOf({ schema: null, name: 'outbox', display: 'outbox' })
+  const { sql } = walStatementsOf({ schema: null, name: 'outbox', display: 'outbox' })
   const [row] = await run('the WAL transport check', sql.serverCheck, [])
   const version = Number(row?.version ?? 0)
   if (version < 140000) {
@@ -44,7 +38,7 @@ export async function checkWalServer(run: Run, source: string): Promise<void> {
 /** Creates the outbox's publication and slot when missing (after the table's DDL, outside its transaction). */
 export async function migrateWal(run: Run, source: string, outbox: Outbox): Promise<void> {
   await checkWalServer(run, source)
-  const { names, sql } = statementsOf(outbox.table)
+  const { names, sql } = walStatementsOf(outbox.table)
   await run('creating the WAL publication', sql.createPublication, [])
   try {
     await run('creating the replication slot', sql.createSlot, [names.slot])
@@ -72,7 +66,7 @@ export function createPostgresWal(run: Run, replicate: Replicate, source: string
   return {
     check: () => checkWalServer(run, source),
     async read(outbox: Outbox, handlers: WalReadHandlers): Promise<WalReader | 'busy'> {
-      const { names } = statementsOf(outbox.table)
+      const { names } = walStatementsOf(outbox.table)
       const reader = new PgoutputReader(names.prefix, handlers)
       try {
         reader.attach(
@@ -97,7 +91,7 @@ export function createPostgresWal(run: Run, replicate: Replicate, source: string
     },
     async moveToTable(table: TableRef, moves: readonly WalMove[]): Promise<void> {
       if (moves.length === 0) return
-      const { sql } = statementsOf(table)
+      const { sql } = walStatementsOf(table)
       const col = <T>(f: (m: WalMove) => T) => moves.map(f)
       await run('moving WAL messages into the table', sql.moveToTable, [
         col((m) => m.row.id),
@@ -113,12 +107,12 @@ export function createPostgresWal(run: Run, replicate: Replicate, source: string
       ])
     },
     async slotStats(outbox: Outbox): Promise<SlotStats | null> {
-      const { names, sql } = statementsOf(outbox.table)
+      const { names, sql } = walStatementsOf(outbox.table)
       const rows = await run('reading the replication slot', sql.slotStats, [names.slot])
       return slotStatsFrom(names.slot, rows[0])
     },
     async dropSlot(outbox: Outbox): Promise<boolean> {
-      const { names, sql } = statementsOf(outbox.table)
+      const { names, sql } = walStatementsOf(outbox.table)
       const rows = await run('dropping the replication slot', sql.dropSlot, [names.slot])
       await run('dropping the WAL publication', sql.dropPublication, [])
       return rows.length > 0
