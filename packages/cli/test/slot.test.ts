@@ -17,14 +17,14 @@ const pool = new pg.Pool({ connectionString: url, max: 3 })
 const tables: string[] = []
 afterAll(async () => {
   for (const t of tables) {
-    const { slot } = walNames({ schema: null, name: t, display: t })
+    const { slot, markTable } = walNames({ schema: null, name: t, display: t })
     await pool
       .query('SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1', [
         slot,
       ])
       .catch(() => {})
     await pool.query(`DROP PUBLICATION IF EXISTS "${slot}"`)
-    await pool.query(`DROP TABLE IF EXISTS "${t}"`)
+    await pool.query(`DROP TABLE IF EXISTS "${t}", "${markTable}"`)
   }
   await pool.end()
 })

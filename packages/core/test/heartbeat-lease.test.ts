@@ -140,9 +140,10 @@ describe.each(DIALECTS)('%s', (dialect) => {
       const relayB = h.relay(outbox, { handlers: { t: () => {} }, pollIntervalMs: 25, notify: false })
       const redelivered = nextEvent(relayB, 'delivered')
       await h.publish(outbox, [{ topic: 't', payload: {} }])
+      // Before the claim: the lapse comes at least leaseMs after it, however late the handler starts.
+      const startedAt = Date.now()
       await relayA.start()
       const signal = await started.promise
-      const startedAt = Date.now()
       await relayB.start()
       expect(String((await leaseErrors).error)).toMatch(/database unreachable/)
       expect((await redelivered).message.attempts).toBe(2)

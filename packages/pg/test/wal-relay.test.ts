@@ -73,7 +73,7 @@ afterAll(async () => {
       [slot],
     )
     await pool.query(`DROP PUBLICATION IF EXISTS "${slot}"`)
-    await pool.query(`DROP TABLE IF EXISTS "${outbox.table.name}"`)
+    await pool.query(`DROP TABLE IF EXISTS "${outbox.table.name}", "${walNames(outbox.table).markTable}"`)
   }
   await Promise.all(backends.map((b) => b.close().catch(() => {})))
   await pool.end()
@@ -233,7 +233,7 @@ describe.skipIf(skipped !== undefined)('WAL transport on pg', () => {
     expect(got).toEqual(['short-1', 'short-2', 'long-1', 'long-2', 'after'])
   })
 
-  it('what a stopped relay did not settle is read again from the slot; nothing settled is', async () => {
+  it('after a stop the next relay delivers what the stopped one did not settle; nothing settled is', async () => {
     const outbox = await walOutbox()
     const started = deferred()
     const first: string[] = []
@@ -264,7 +264,8 @@ describe.skipIf(skipped !== undefined)('WAL transport on pg', () => {
     await r2.start()
     await waitFor(() => second.length >= 2, { what: 'the replay' })
     expect(first).toEqual(['done'])
-    expect(second).toEqual(['hang', 'behind'])
+    // 'hang' was given up at stop and comes from the table, 'behind' from the slot (wal-attempts.test.ts).
+    expect(second.sort()).toEqual(['behind', 'hang'])
   })
 
   it('one reader per slot: a second relay stands by and takes over when the first stops', async () => {

@@ -82,74 +82,94 @@ async function killMidHandler(dialect: OutboxDialect, pooler?: string): Promise<
   if (pooler !== undefined) expect(f.fleet.all.some((r) => r.listenUnavailable !== undefined)).toBe(true)
 }
 
+const SUICIDE_TITLE =
+  'a handler that SIGKILLs its own process on every attempt is dead-lettered after maxAttempts, not looped'
+
+/**
+ * The suicidal handler on `dialect`: its message is attempted exactly `maxAttempts` times, each in
+ * a process of its own, then dead-lettered at claim. On the WAL transport the first attempt comes
+ * from the slot; the relay that takes the slot over finds the message below the dispatch mark and
+ * moves it into the table with that attempt counted (docs/wal.md, "Replays and attempts").
+ */
+async function suicidalHandler(dialect: OutboxDialect, transport: 'table' | 'wal' = 'table'): Promise<void> {
+  const maxAttempts = 3
+  const f = await fleetFixture(dialect, transport === 'wal' ? 'walsuicide' : 'suicide', {
+    restartOnDeath: true,
+    transport,
+    // One message at a time: a message claimed in the same batch as the suicidal one and still
+    // running at each of its kills would rightly be dead-lettered too (attempts count at claim),
+    // which is not what this test is about; with the relay's larger default batches that race
+    // became likely.
+    relay: { maxAttempts, leaseMs: 1_000, pollIntervalMs: 100, concurrency: 1 },
+  })
+  fixture = f
+  // The suicidal message is recorded in `produced` under its own topic: the verdict reads `work`.
+  const results = await publishCommitted(f.db, f.outbox, f.tables, [
+    { topic: 'suicide', payload: {} },
+    ...Array.from({ length: 10 }, (_, i) => ({ topic: 'work', payload: { i } })),
+  ])
+  const suicideId = results[0]!.id
+  await f.fleet.spawn()
+  const { t } = ledgerSql(dialect, f.tables)
+  const row = async () =>
+    (
+      await f.db.query<{ state: string; attempts: number; last_error: string }>(
+        `SELECT state, attempts, last_error FROM ${t.outbox} WHERE id = $1`,
+        [suicideId],
+      )
+    )[0]
+  // On the WAL transport the message is a row only once it left the slot.
+  await pollUntil(async () => (await row())?.state === 'dead', {
+    timeoutMs: 150_000,
+    intervalMs: 100,
+    what: 'the suicidal message to be dead-lettered',
+  })
+  await f.fleet.settled()
+  // A relay is running again and has had the time to claim: nothing more dies.
+  await pollUntil(async () => f.fleet.running.length === 1 && (await liveRows(f.db, f.tables)) === 0, {
+    timeoutMs: 60_000,
+    what: 'the other messages to be delivered',
+  })
+  const dead = (await row())!
+  const calls = await f.db.query<{ attempt: number; pid: number }>(
+    `SELECT attempt, pid FROM ${t.ledger} WHERE id = $1 ORDER BY seq`,
+    [suicideId],
+  )
+  const deaths = f.fleet.deaths.filter((d) => d.cause === 'died')
+  console.log(
+    figuresLine(`suicidal-handler-${dialect}${transport === 'wal' ? '-wal' : ''}`, {
+      maxAttempts,
+      handlerCalls: calls.length,
+      deaths: deaths.length,
+      state: dead.state,
+      attempts: dead.attempts,
+    }),
+  )
+  expect(dead.state).toBe('dead')
+  expect(dead.attempts).toBe(maxAttempts)
+  expect(dead.last_error).toContain(`lease expired after attempt ${maxAttempts} of ${maxAttempts}`)
+  expect(calls.map((c) => c.attempt)).toEqual([1, 2, 3])
+  expect(new Set(calls.map((c) => c.pid)).size).toBe(maxAttempts) // one process per attempt
+  expect(deaths.length).toBe(maxAttempts)
+  expect(deaths.every((d) => d.signal === 'SIGKILL')).toBe(true)
+  await f.fleet.stop()
+  const verdict = await computeVerdict(f.db, f.tables)
+  expect(verdict.lost).toBe(0)
+  expect(verdict.unexplained).toBe(0)
+}
+
 describe.each(DIALECTS)('%s', (dialect) => {
   test(MID_HANDLER_TITLE, () => killMidHandler(dialect), 240_000)
 
-  test('a handler that SIGKILLs its own process on every attempt is dead-lettered after maxAttempts, not looped', async () => {
-    const maxAttempts = 3
-    const f = await fleetFixture(dialect, 'suicide', {
-      restartOnDeath: true,
-      // One message at a time: a message claimed in the same batch as the suicidal one and still
-      // running at each of its kills would rightly be dead-lettered too (attempts count at claim),
-      // which is not what this test is about; with the relay's larger default batches that race
-      // became likely.
-      relay: { maxAttempts, leaseMs: 1_000, pollIntervalMs: 100, concurrency: 1 },
-    })
-    fixture = f
-    // The suicidal message is recorded in `produced` under its own topic: the verdict reads `work`.
-    const results = await publishCommitted(f.db, f.outbox, f.tables, [
-      { topic: 'suicide', payload: {} },
-      ...Array.from({ length: 10 }, (_, i) => ({ topic: 'work', payload: { i } })),
-    ])
-    const suicideId = results[0]!.id
-    await f.fleet.spawn()
-    const { t } = ledgerSql(dialect, f.tables)
-    const row = async () =>
-      (
-        await f.db.query<{ state: string; attempts: number; last_error: string }>(
-          `SELECT state, attempts, last_error FROM ${t.outbox} WHERE id = $1`,
-          [suicideId],
-        )
-      )[0]!
-    await pollUntil(async () => (await row()).state === 'dead', {
-      timeoutMs: 150_000,
-      intervalMs: 100,
-      what: 'the suicidal message to be dead-lettered',
-    })
-    await f.fleet.settled()
-    // A relay is running again and has had the time to claim: nothing more dies.
-    await pollUntil(async () => f.fleet.running.length === 1 && (await liveRows(f.db, f.tables)) === 0, {
-      timeoutMs: 60_000,
-      what: 'the other messages to be delivered',
-    })
-    const dead = await row()
-    const calls = await f.db.query<{ attempt: number; pid: number }>(
-      `SELECT attempt, pid FROM ${t.ledger} WHERE id = $1 ORDER BY seq`,
-      [suicideId],
-    )
-    const deaths = f.fleet.deaths.filter((d) => d.cause === 'died')
-    console.log(
-      figuresLine(`suicidal-handler-${dialect}`, {
-        maxAttempts,
-        handlerCalls: calls.length,
-        deaths: deaths.length,
-        state: dead.state,
-        attempts: dead.attempts,
-      }),
-    )
-    expect(dead.state).toBe('dead')
-    expect(dead.attempts).toBe(maxAttempts)
-    expect(dead.last_error).toContain(`lease expired after attempt ${maxAttempts} of ${maxAttempts}`)
-    expect(calls.map((c) => c.attempt)).toEqual([1, 2, 3])
-    expect(new Set(calls.map((c) => c.pid)).size).toBe(maxAttempts) // one process per attempt
-    expect(deaths.length).toBe(maxAttempts)
-    expect(deaths.every((d) => d.signal === 'SIGKILL')).toBe(true)
-    await f.fleet.stop()
-    const verdict = await computeVerdict(f.db, f.tables)
-    expect(verdict.lost).toBe(0)
-    expect(verdict.unexplained).toBe(0)
-  }, 240_000)
+  test(SUICIDE_TITLE, () => suicidalHandler(dialect), 240_000)
 })
+
+describe.runIf(DIALECTS.includes('postgres') && process.env.OUTBOXKIT_WAL_SKIPPED === undefined)(
+  'postgres, transport wal',
+  () => {
+    test(SUICIDE_TITLE, () => suicidalHandler('postgres', 'wal'), 240_000)
+  },
+)
 
 // The same run with the producers and the relays' backends behind a transaction-mode pooler.
 describe.runIf(DIALECTS.includes('postgres'))('postgres (pooled)', () => {

@@ -23,6 +23,7 @@ async function dropWalObjects(suite: BackendSuite, outbox: Outbox): Promise<void
     ])
     .catch(() => {})
   await ctx.inspect(`DROP PUBLICATION IF EXISTS "${slot}"`).catch(() => {})
+  await ctx.inspect(`DROP TABLE IF EXISTS "${walNames(outbox.table).markTable}"`).catch(() => {})
   await sql.drop(outbox.table.name).catch(() => {})
 }
 
@@ -93,6 +94,33 @@ export function registerWalBackendTests(suite: BackendSuite): void {
       })
       expect(await backend.wal.dropSlot(outbox)).toBe(true)
       expect(await backend.wal.slotStats(outbox)).toBeNull()
+    })
+
+    test('the dispatch mark: 0 after migrate, moves only forward unless exact, read through raw SQL; dropSlot drops its table', async (context) => {
+      const backend = walBackendOf(suite, context)
+      const outbox = defineOutbox({ table: uniqueTableName(`be_mark_${suite.name}`), transport: 'wal' })
+      created.push(outbox)
+      await migrate(outbox, backend)
+      const { slot, markTable } = walNames(outbox.table)
+      const stored = async () =>
+        (
+          await suite.opened.ctx.inspect(
+            `SELECT dispatched_lsn::text AS lsn FROM "${markTable}" WHERE slot = $1`,
+            [slot],
+          )
+        )[0]?.lsn
+      expect(await backend.wal.readDispatchMark(outbox)).toBe(0n)
+      await backend.wal.writeDispatchMark(outbox, 0x1_0000_00a0n, false)
+      expect(await stored()).toBe('1/A0')
+      await backend.wal.writeDispatchMark(outbox, 0x50n, false) // never back
+      expect(await backend.wal.readDispatchMark(outbox)).toBe(0x1_0000_00a0n)
+      await backend.wal.writeDispatchMark(outbox, 0x50n, true) // unless exact
+      expect(await stored()).toBe('0/50')
+      expect(await backend.wal.readDispatchMark(outbox)).toBe(0x50n)
+      expect(await backend.wal.dropSlot(outbox)).toBe(true)
+      const error = await backend.wal.readDispatchMark(outbox).catch((e: unknown) => e)
+      expect(error).toMatchObject({ code: 'WAL_UNAVAILABLE' })
+      expect(String((error as Error).message)).toContain('run migrate(outbox, backend) again')
     })
   })
 }

@@ -80,8 +80,25 @@ export interface OutboxWal {
   read(outbox: Outbox, handlers: WalReadHandlers): Promise<WalReader | 'busy'>
   /** Writes WAL messages into the outbox table, in one statement (a row already there stays). */
   moveToTable(table: TableRef, moves: readonly WalMove[]): Promise<void>
+  /**
+   * The slot's dispatch mark (docs/wal.md, "Replays and attempts"): the end LSN of the last
+   * transaction whose messages a reader of the slot may have handed to handlers, `0n` when none.
+   * A transaction the slot streams again at or below it was (possibly) attempted once already.
+   * Read by a reader once it holds the slot. Throws `WAL_UNAVAILABLE` when `migrate` has not
+   * created the mark's table.
+   */
+  readDispatchMark(outbox: Outbox): Promise<bigint>
+  /**
+   * Moves the dispatch mark to `lsn` before messages up to there are handed to handlers. It never
+   * moves back, unless `exact` (a reader that stops with every handed-over message settled sets
+   * it to its last confirmation, so a restart counts no attempt it did not make).
+   */
+  writeDispatchMark(outbox: Outbox, lsn: bigint, exact: boolean): Promise<void>
   /** The slot's health, or `null` when it does not exist. */
   slotStats(outbox: Outbox): Promise<SlotStats | null>
-  /** Drops the slot and its publication; `false` when there was no slot. Fails while a relay reads it. */
+  /**
+   * Drops the slot, its publication and its dispatch mark's table; `false` when there was no
+   * slot. Fails while a relay reads it.
+   */
   dropSlot(outbox: Outbox): Promise<boolean>
 }

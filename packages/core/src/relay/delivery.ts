@@ -39,8 +39,22 @@ export function deliver(entry: InFlight, deps: DeliveryDeps): void {
     return
   }
   const schema = deps.schemas?.[row.topic]
-  if (schema) void validateThenRun(entry, deps, schema, payload, headers)
-  else run(entry, deps, payload, headers)
+  if (!schema) {
+    run(entry, deps, payload, headers)
+    return
+  }
+  // Set now, so a handler given up on during an async validation still has its message.
+  messageOf(entry, payload, headers)
+  void validateThenRun(entry, deps, schema, payload, headers)
+}
+
+/**
+ * Gives up on a running handler (a slot message past its deadline, or the relay stopping): the
+ * outcome is a failure with `error`, retried with backoff or dead at `maxAttempts`, as if the
+ * handler had thrown it. What the handler does afterwards is ignored.
+ */
+export function giveUp(entry: InFlight, deps: DeliveryDeps, error: unknown): void {
+  if (entry.message) failed(entry, deps, entry.message, error)
 }
 
 async function validateThenRun(

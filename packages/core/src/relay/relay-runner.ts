@@ -5,7 +5,7 @@ import type { ClaimedRow, WakeSubscription } from '../protocol/backend.js'
 import type { SafeLogger } from '../telemetry/logger.js'
 import { announceDeadAtClaim, announceOutcome, type RelayCounters } from './announce.js'
 import type { Claimer } from './claimer.js'
-import { type DeliveryDeps, deliver } from './delivery.js'
+import { type DeliveryDeps, deliver, giveUp } from './delivery.js'
 import { TypedEmitter } from './emitter.js'
 import { abortHandler, type InFlight, type SlotTable } from './in-flight.js'
 import type { LeaseKeeper } from './lease-keeper.js'
@@ -26,6 +26,9 @@ export interface RelayCollaborators {
   readonly log: SafeLogger
   readonly telemetry: RelayTelemetry
 }
+
+/** The longest delay `setTimeout` honours (a longer one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** Waits for `promise`, at most `ms`. */
 async function within(promise: Promise<void>, ms: number): Promise<void> {
@@ -77,7 +80,8 @@ export class RelayRunner implements Relay {
     }
     this.#wal = o.wal
       ? createWalParts(collaborators, {
-          freeSlots: () => this.#slots.free(),
+          // None while stopping: the slot source then hands nothing over that would not run.
+          freeSlots: () => (this.#lifecycle.running ? this.#slots.free() : 0),
           onRows: (rows) => this.#onWalRows(rows),
           onWritten: (batch) => this.#onWritten(batch, undefined),
           reportError: (error, during) => this.#reportError(error, during),
@@ -188,16 +192,21 @@ export class RelayRunner implements Relay {
     for (const entry of taken) deliver(entry, this.#delivery)
   }
 
-  /** Messages read from the replication slot: a slot each and their handler, no lease (no row to lease). */
+  /**
+   * Messages read from the replication slot: a slot each and their handler. No row to lease (the
+   * heartbeat skips them): their deadline is `maxHandlerMs` (the lease without a heartbeat), past
+   * which the handler is given up on and the message moves into the table as a failed attempt.
+   */
   #onWalRows(rows: readonly ClaimedRow[]): void {
     this.#counters.claimed += rows.length
     if (this.#emitter.has('claimed'))
       this.#emitter.emit('claimed', { count: rows.length, limit: rows.length })
-    const leaseUntil = Number.POSITIVE_INFINITY
-    for (const row of rows) {
-      if (!this.#lifecycle.running) return
-      deliver(this.#slots.take(row, leaseUntil), this.#delivery)
-    }
+    if (!this.#lifecycle.running) return
+    const taken = rows.map((row) => this.#slots.take(row, Number.POSITIVE_INFINITY))
+    const { heartbeatMs, leaseMs, maxHandlerMs } = this.#c.options
+    const deadlineMs = heartbeatMs === false ? leaseMs : maxHandlerMs
+    if (deadlineMs <= MAX_TIMER_MS) this.#leases.watchClaim(taken, Date.now() + deadlineMs)
+    for (const entry of taken) deliver(entry, this.#delivery)
   }
 
   #onDeadAtClaim(row: ClaimedRow): void {
@@ -236,10 +245,25 @@ export class RelayRunner implements Relay {
     this.#wal?.source.pump()
   }
 
-  /** Gives up a running handler (its lease lapsed, or the relay stops): aborted, never settled. */
+  /**
+   * Gives up a running handler (its lease lapsed, or the relay stops): aborted, never settled. A
+   * slot message has no lease another relay could take over: its give-up is a failed attempt,
+   * moved into the table like a thrown error, so the slot may be confirmed past it.
+   */
   #abandon(entry: InFlight, why: string): void {
     if (entry.phase !== 'running') return
     const { row } = entry
+    if (this.#wal?.source.owns(row)) {
+      const error = new OutboxError('RELAY_STATE', `handler aborted: ${why}`, { source: 'relay' })
+      this.#c.log.log(
+        'warn',
+        { table: this.#c.outbox.table.display, id: row.id, topic: row.topic, attempts: row.attempts },
+        `handler aborted: ${why}; the message moves into the table as a failed attempt`,
+      )
+      abortHandler(entry, error)
+      giveUp(entry, this.#delivery, error)
+      return
+    }
     this.#c.log.log(
       'warn',
       { table: this.#c.outbox.table.display, id: row.id, topic: row.topic, attempts: row.attempts },

@@ -1,5 +1,6 @@
 import type { ClaimedRow, Settlement } from '../protocol/backend.js'
 import type { WalMove } from '../protocol/wal.js'
+import { backoffDelay } from './backoff.js'
 import type { Outcome } from './outcome.js'
 import type { RelayCollaborators } from './relay-runner.js'
 import type { RelayEvents } from './relay-types.js'
@@ -33,6 +34,22 @@ function moveOf(row: ClaimedRow, s: Settlement, keepDelivered: boolean): WalMove
   return { row, state: 'dead', attempts: s.attempts, delayMs: 0, error: s.error }
 }
 
+/** The `last_error` of a message the slot streamed again at or below the dispatch mark. */
+export const REPLAY_ERROR =
+  'the relay that read this message from the replication slot stopped before settling it (it may have run its handler): read again from the slot and moved into the table'
+
+/**
+ * The move of a replayed message (see {@link REPLAY_ERROR}): its attempt is counted, so it is
+ * pending with the backoff of attempt 1, or dead when `maxAttempts` is 1. A topic this relay has
+ * no handler for was never handed over here: pending, unattempted.
+ */
+export function replayMoveOf(row: ClaimedRow, c: RelayCollaborators): WalMove {
+  const o = c.options
+  if (!o.handlers.has(row.topic)) return { row, state: 'pending', attempts: 0, delayMs: 0, error: null }
+  if (o.maxAttempts <= 1) return { row, state: 'dead', attempts: 1, delayMs: 0, error: REPLAY_ERROR }
+  return { row, state: 'pending', attempts: 1, delayMs: backoffDelay(o.retry, 1), error: REPLAY_ERROR }
+}
+
 /**
  * The WAL transport's parts (docs/wal.md): the source that reads the slot, and a settler whose
  * write moves a message that was not delivered into the outbox table (pending with its backoff
@@ -48,6 +65,7 @@ export function createWalParts(c: RelayCollaborators, on: WalReactions): WalPart
     topics: new Set(o.topics),
     log,
     slotWarnBytes: o.slotWarnBytes,
+    replayMove: (row) => replayMoveOf(row, c),
     freeSlots: on.freeSlots,
     onRows: on.onRows,
     reportError: (error) => on.reportError(error, 'claim'),

@@ -35,6 +35,20 @@ export interface PostgresWalStatements {
   readonly dropSlot: string
   /** Drops the publication, when present. */
   readonly dropPublication: string
+  /** Creates the table of the slot's dispatch mark (`<table>_wal`), when missing. */
+  readonly createMarkTable: string
+  /** $1 slot: the dispatch mark (`lsn`, text), no row when none was written. */
+  readonly readMark: string
+  /**
+   * $1 slot, $2 lsn (text): moves the mark forward (never back), committed without waiting for
+   * the WAL flush (`synchronous_commit = off` for this statement only: a relay crash loses
+   * nothing committed; only a server crash could lose the last mark, and with it one attempt's count).
+   */
+  readonly advanceMark: string
+  /** $1 slot, $2 lsn (text): sets the mark exactly (a reader that stops with nothing unsettled). */
+  readonly setMark: string
+  /** Drops the table of the dispatch mark (the slot is decommissioned). */
+  readonly dropMarkTable: string
   /**
    * Moves WAL messages into the table: $1 ids[], $2 topics[], $3 keys[], $4 payloads[] (json text),
    * $5 headers[] (json text), $6 created ms[], $7 states[], $8 attempts[], $9 delay ms[], $10 errors[].
@@ -48,8 +62,15 @@ export function startReplicationCommand(slot: string, publication: string, fromL
   return `START_REPLICATION SLOT ${quoteIdent(slot)} LOGICAL ${fromLsn} (proto_version '1', publication_names '${publication.replace(/'/g, "''")}', messages 'true')`
 }
 
-/** The WAL transport's statements for `table` whose slot and publication are `name`. */
-export function postgresWalStatements(table: PostgresTable, name: string): PostgresWalStatements {
+/**
+ * The WAL transport's statements for `table` whose slot and publication are `name`; `mark` is the
+ * quoted, qualified table of the slot's dispatch mark.
+ */
+export function postgresWalStatements(
+  table: PostgresTable,
+  name: string,
+  mark: string,
+): PostgresWalStatements {
   const guard = `current_setting('outboxkit.in_tx', true) IS NOT DISTINCT FROM 'on'`
   const slotExists = 'EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $3::name)'
   return {
@@ -76,6 +97,14 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1::name)
 FROM pg_replication_slots WHERE slot_name = $1::name`,
     dropSlot: `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1::name`,
     dropPublication: `DROP PUBLICATION IF EXISTS ${quoteIdent(name)}`,
+    createMarkTable: `CREATE TABLE IF NOT EXISTS ${mark} (slot name PRIMARY KEY, dispatched_lsn pg_lsn NOT NULL)`,
+    readMark: `SELECT dispatched_lsn::text AS lsn FROM ${mark} WHERE slot = $1::name`,
+    advanceMark: `WITH c AS (SELECT set_config('synchronous_commit', 'off', true))
+INSERT INTO ${mark} AS m (slot, dispatched_lsn) SELECT $1::name, $2::pg_lsn FROM c
+ON CONFLICT (slot) DO UPDATE SET dispatched_lsn = GREATEST(m.dispatched_lsn, EXCLUDED.dispatched_lsn)`,
+    setMark: `INSERT INTO ${mark} (slot, dispatched_lsn) VALUES ($1::name, $2::pg_lsn)
+ON CONFLICT (slot) DO UPDATE SET dispatched_lsn = EXCLUDED.dispatched_lsn`,
+    dropMarkTable: `DROP TABLE IF EXISTS ${mark}`,
     moveToTable: `INSERT INTO ${table.t} (id, topic, key, payload, headers, created_at, state, attempts, available_at, last_error)
 SELECT id, topic, key, payload::jsonb, headers::jsonb, to_timestamp(created_ms / 1000.0), state, attempts,
   now() + delay_ms * interval '1 millisecond', error

@@ -6,6 +6,8 @@ export interface WalNames {
   readonly slot: string
   /** The prefix of the table's messages in `pg_logical_emit_message`: `outboxkit:<schema>.<table>`. */
   readonly prefix: string
+  /** The table of the slot's dispatch mark, in the outbox table's schema: `<table>_wal`. */
+  readonly markTable: string
 }
 
 function fnv(text: string): string {
@@ -25,5 +27,9 @@ function fnv(text: string): string {
 export function walNames(table: TableRef): WalNames {
   const full = `outboxkit_${table.schema ? `${table.schema}_` : ''}${table.name}`.toLowerCase()
   const slot = full.length <= 63 ? full : `${full.slice(0, 54)}_${fnv(full)}`
-  return { slot, prefix: `outboxkit:${table.schema ?? ''}.${table.name}` }
+  return {
+    slot,
+    prefix: `outboxkit:${table.schema ?? ''}.${table.name}`,
+    markTable: `${table.name.slice(0, 59)}_wal`,
+  }
 }

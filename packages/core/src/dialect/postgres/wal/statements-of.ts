@@ -1,4 +1,5 @@
 import type { TableRef } from '../../../outbox/define-outbox.js'
+import { qualifiedTable } from '../../sql-identifiers.js'
 import { postgresTable } from '../statements/table.js'
 import { type PostgresWalStatements, postgresWalStatements } from '../statements/wal.js'
 import { type WalNames, walNames } from './names.js'
@@ -20,7 +21,8 @@ export function walStatementsOf(table: TableRef): WalStatementsOf {
   let hit = cache.get(key)
   if (!hit) {
     const names = walNames(table)
-    hit = { names, sql: postgresWalStatements(postgresTable(table), names.slot) }
+    const mark = qualifiedTable({ ...table, name: names.markTable })
+    hit = { names, sql: postgresWalStatements(postgresTable(table), names.slot, mark) }
     cache.set(key, hit)
   }
   return hit

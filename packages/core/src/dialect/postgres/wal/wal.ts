@@ -2,6 +2,7 @@ import type { Outbox, TableRef } from '../../../outbox/define-outbox.js'
 import { OutboxError } from '../../../outbox/errors.js'
 import type { OutboxWal, SlotStats, WalMove, WalReader, WalReadHandlers } from '../../../protocol/wal.js'
 import { startReplicationCommand } from '../statements/wal.js'
+import { formatLsn, parseLsn } from './pgoutput.js'
 import { PgoutputReader, type ReplicationConnection, type ReplicationHandlers } from './reader.js'
 import { walStatementsOf } from './statements-of.js'
 
@@ -39,6 +40,7 @@ export async function checkWalServer(run: Run, source: string): Promise<void> {
 export async function migrateWal(run: Run, source: string, outbox: Outbox): Promise<void> {
   await checkWalServer(run, source)
   const { names, sql } = walStatementsOf(outbox.table)
+  await run('creating the table of the dispatch mark', sql.createMarkTable, [])
   await run('creating the WAL publication', sql.createPublication, [])
   try {
     await run('creating the replication slot', sql.createSlot, [names.slot])
@@ -106,6 +108,27 @@ export function createPostgresWal(run: Run, replicate: Replicate, source: string
         col((m) => m.error),
       ])
     },
+    async readDispatchMark(outbox: Outbox): Promise<bigint> {
+      const { names, sql } = walStatementsOf(outbox.table)
+      try {
+        const [row] = await run('reading the dispatch mark', sql.readMark, [names.slot])
+        return row ? parseLsn(String(row.lsn)) : 0n
+      } catch (err) {
+        // 42P01 undefined_table: migrated before the mark existed.
+        if ((err as { cause?: { code?: string } }).cause?.code !== '42P01') throw err
+        throw walUnavailable(
+          source,
+          `the table ${names.markTable} of the replication slot's dispatch mark does not exist: run migrate(outbox, backend) again (it creates it).`,
+        )
+      }
+    },
+    async writeDispatchMark(outbox: Outbox, lsn: bigint, exact: boolean): Promise<void> {
+      const { names, sql } = walStatementsOf(outbox.table)
+      await run('writing the dispatch mark', exact ? sql.setMark : sql.advanceMark, [
+        names.slot,
+        formatLsn(lsn),
+      ])
+    },
     async slotStats(outbox: Outbox): Promise<SlotStats | null> {
       const { names, sql } = walStatementsOf(outbox.table)
       const rows = await run('reading the replication slot', sql.slotStats, [names.slot])
@@ -115,6 +138,7 @@ export function createPostgresWal(run: Run, replicate: Replicate, source: string
       const { names, sql } = walStatementsOf(outbox.table)
       const rows = await run('dropping the replication slot', sql.dropSlot, [names.slot])
       await run('dropping the WAL publication', sql.dropPublication, [])
+      await run('dropping the table of the dispatch mark', sql.dropMarkTable, [])
       return rows.length > 0
     },
   }
