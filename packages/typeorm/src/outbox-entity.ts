@@ -1,4 +1,4 @@
-import { type Outbox, OutboxError } from '@outboxkit/core'
+import { type Outbox, OutboxError, type TableRef } from '@outboxkit/core'
 import { outboxIndexNames } from '@outboxkit/core/adapter'
 import { EntitySchema, type EntitySchemaOptions, type ValueTransformer } from 'typeorm'
 import type { OutboxDialect } from './dialect.js'
@@ -181,6 +181,18 @@ export function createOutboxEntity<TPayload = unknown>(
   }
   return new EntitySchema<OutboxMessageRow<TPayload>>({
     ...common,
+    ...(postgresSchema(table) as Pick<EntitySchemaOptions<OutboxMessageRow<TPayload>>, 'columns'>),
+  })
+}
+
+/**
+ * The columns, `state` check and indexes of the table as core's PostgreSQL DDL creates it, under
+ * PostgreSQL's own names (so `migration:generate` sees no difference).
+ */
+function postgresSchema(
+  table: TableRef,
+): Pick<EntitySchemaOptions<OutboxMessageRow>, 'columns' | 'checks' | 'indices'> {
+  return {
     columns: {
       id: {
         type: 'uuid',
@@ -228,5 +240,5 @@ export function createOutboxEntity<TPayload = unknown>(
         where: `state = 'dead'`,
       },
     ],
-  })
+  }
 }

@@ -1,6 +1,7 @@
 import { OutboxError } from './errors.js'
 import { formatValue } from './format-value.js'
-import { assertKnownOptions, positiveInt } from './options.js'
+import { assertKnownOptions, isPlainObject, positiveInt } from './options.js'
+import { parseOrderedTopics } from './ordered-topics.js'
 import type { StandardSchemaV1 } from './standard-schema.js'
 
 /** A map of topic name to the Standard Schema (zod, valibot, arktype, ...) of its payload. */
@@ -146,11 +147,6 @@ const OUTBOX_OPTIONS = [
   'notify',
   'transport',
 ] as const satisfies readonly (keyof DefineOutboxOptions)[]
-/** Every field of an {@link OrderedTopicOptions} entry. */
-const ORDERED_TOPIC_OPTIONS = [
-  'topic',
-  'onDeadLetter',
-] as const satisfies readonly (keyof OrderedTopicOptions)[]
 
 /** Validates `'table'` or `'schema.table'` and returns its parts. Throws `INVALID_CONFIG`. */
 export function parseTableName(table: unknown): TableRef {
@@ -246,53 +242,6 @@ export function defineOutbox<TTopics extends TopicSchemas | undefined = undefine
     notify: options.notify ?? true,
     transport,
   })
-}
-
-function parseOrderedTopics(
-  list: unknown,
-  topics: TopicSchemas | undefined,
-): { ordered: ReadonlySet<string>; continues: ReadonlySet<string> } {
-  const ordered = new Set<string>()
-  const continues = new Set<string>()
-  if (list === undefined) return { ordered, continues }
-  const bad = (what: string) =>
-    new OutboxError(
-      'INVALID_CONFIG',
-      `orderedTopics ${what}. Give topic names, or { topic, onDeadLetter: 'block' | 'continue' }.`,
-    )
-  if (!Array.isArray(list)) throw bad(`must be an array, got ${formatValue(list)}`)
-  const policy = new Map<string, 'block' | 'continue'>()
-  for (const entry of list as unknown[]) {
-    const spec = typeof entry === 'string' ? { topic: entry } : (entry as OrderedTopicOptions | null)
-    if (!isPlainObject(spec) || typeof spec.topic !== 'string' || spec.topic.length === 0) {
-      throw bad(`has an invalid entry: ${formatValue(entry)}`)
-    }
-    assertKnownOptions(spec, ORDERED_TOPIC_OPTIONS, { source: 'core', what: 'an orderedTopics entry' })
-    const onDead = spec.onDeadLetter ?? 'block'
-    if (onDead !== 'block' && onDead !== 'continue') {
-      throw bad(
-        `[${JSON.stringify(spec.topic)}].onDeadLetter must be 'block' or 'continue', got ${formatValue(onDead)}`,
-      )
-    }
-    if (topics && !Object.hasOwn(topics, spec.topic)) {
-      throw bad(`names ${JSON.stringify(spec.topic)}, which is not one of this outbox's topics`)
-    }
-    const before = policy.get(spec.topic)
-    if (before !== undefined && before !== onDead) {
-      throw bad(`gives ${JSON.stringify(spec.topic)} twice, with onDeadLetter '${before}' and '${onDead}'`)
-    }
-    policy.set(spec.topic, onDead)
-    ordered.add(spec.topic)
-    if (onDead === 'continue') continues.add(spec.topic)
-  }
-  return { ordered, continues }
-}
-
-/** True for `{}`-like objects: not null, an array, a Map or a class instance. */
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object') return false
-  const proto = Object.getPrototypeOf(value)
-  return proto === Object.prototype || proto === null
 }
 
 /** Throws `INVALID_CONFIG` unless `value` is an outbox made by {@link defineOutbox}. */

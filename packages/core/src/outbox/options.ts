@@ -171,3 +171,10 @@ export const positiveMs: NumberOptionCheck = numberOption(
   (v) => Number.isFinite(v) && v > 0,
   'a finite number of milliseconds > 0',
 )
+
+/** True for `{}`-like objects: not null, an array, a Map or a class instance. */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
