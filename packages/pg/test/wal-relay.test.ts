@@ -5,9 +5,11 @@ import {
   type DeliveredMessage,
   defineOutbox,
   type HandlerContext,
+  isOutboxError,
   migrate,
   type Outbox,
   type OutboxBackend,
+  type OutboxError,
   type Relay,
 } from '@outboxkit/core'
 import { walNames } from '@outboxkit/core/adapter'
@@ -314,5 +316,23 @@ describe.skipIf(skipped !== undefined)('WAL transport on pg', () => {
     expect(await rows(outbox)).toEqual([
       { id: other.id, topic: 'other', state: 'pending', attempts: 0, last_error: null },
     ])
+  })
+
+  it('a relay on a wal outbox that was never migrated starts, and reports WAL_UNAVAILABLE naming migrate (no slot)', async () => {
+    const outbox = defineOutbox({ table: uniqueTableName('wal_unmigrated'), transport: 'wal' })
+    outboxes.push(outbox)
+    const r = relay(outbox, { t: async () => {} })
+    const refusals: OutboxError[] = []
+    r.on('error', ({ error }) => {
+      if (isOutboxError(error) && error.code === 'WAL_UNAVAILABLE') refusals.push(error)
+    })
+    await r.start()
+    await waitFor(() => refusals.length > 0, { what: 'the WAL_UNAVAILABLE error event' })
+    const { slot } = walNames(outbox.table)
+    expect(refusals[0]!.message).toBe(
+      `[outboxkit] [pg] the replication slot ${slot} of table ${outbox.table.display} does not exist: run migrate(outbox, backend) with transport 'wal' first. See docs/wal.md, "The server".`,
+    )
+    const slots = await pool.query('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1', [slot])
+    expect(slots.rowCount).toBe(0)
   })
 })

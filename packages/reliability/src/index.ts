@@ -1,5 +1,6 @@
 export { type ChaosOptions, type ChaosReport, runChaos } from './chaos.js'
 export { pollUntil, quietPool, randomInt, reliabilityDatabaseUrl, sql } from './database.js'
+export { computeKeyOrder, type KeyOrderVerdict } from './key-order.js'
 export {
   captureInFlight,
   createLedger,
@@ -8,6 +9,7 @@ export {
   ledgerTables,
   liveRows,
   openConnections,
+  type RunOutboxOptions,
   runOutbox,
 } from './ledger.js'
 export {
@@ -21,7 +23,13 @@ export {
   quietMysqlPool,
 } from './ledger-db.js'
 export { type LedgerSql, ledgerSql, positional } from './ledger-sql.js'
-export { type ProduceOptions, type ProducerStats, produce, publishCommitted } from './producer.js'
+export {
+  type OrderedProduction,
+  type ProduceOptions,
+  type ProducerStats,
+  produce,
+  publishCommitted,
+} from './producer.js'
 export { type DeathRecord, RelayFleet, type RelayFleetOptions } from './relay-fleet.js'
 export { type RelayExit, type RelayProcess, spawnRelayProcess } from './relay-process.js'
 export {

@@ -1,5 +1,6 @@
 import type { OutboxDialect } from '@outboxkit/core'
 import type { LedgerTables } from './ledger.js'
+import { keyOrderCreateSql, keyOrderVerdictSql, numberInKeySql } from './ledger-key-order-sql.js'
 import { verdictSql } from './ledger-verdict-sql.js'
 
 /**
@@ -47,6 +48,13 @@ export interface LedgerSql {
   readonly explainedByReason: string
   /** A statement that fails (a producer's failed statement before its rollback). */
   readonly failing: string
+  /**
+   * Numbers message $1 of key $2 in its key's commit order, in the business transaction
+   * (`ledger-key-order-sql.ts`); `undefined` off PostgreSQL, where keyed production is not built.
+   */
+  readonly numberInKey: string | undefined
+  /** The one-row per-key commit order verdict of topic $1; `undefined` off PostgreSQL. */
+  readonly keyOrder: string | undefined
 }
 
 /** Turns `$n` placeholders into `?` with the parameters in order of use (MySQL, SQLite). */
@@ -73,6 +81,8 @@ export function ledgerSql(dialect: OutboxDialect, tables: LedgerTables): LedgerS
     rolledBack: quote(tables.rolledBack),
     explained: quote(tables.explained),
     connections: quote(tables.connections),
+    keyOrder: quote(tables.keyOrder),
+    keyCounter: quote(tables.keyCounter),
   }
   const int = (expr: string) =>
     dialect === 'postgres' ? `(${expr})::int` : dialect === 'mysql' ? `CAST(${expr} AS SIGNED)` : `(${expr})`
@@ -132,6 +142,8 @@ export function ledgerSql(dialect: OutboxDialect, tables: LedgerTables): LedgerS
     explainedByReason: `SELECT e.why AS why, ${int('count(*)')} AS n FROM ${t.explained} e
       JOIN ${t.ledger} l ON l.id = e.id AND l.attempt = e.attempt WHERE l.topic = $1 GROUP BY e.why`,
     failing: `SELECT * FROM ${quote(`${tables.outbox}_no_such_table`)}`,
+    numberInKey: dialect === 'postgres' ? numberInKeySql(t) : undefined,
+    keyOrder: dialect === 'postgres' ? keyOrderVerdictSql(t) : undefined,
   }
 }
 
@@ -153,6 +165,7 @@ function createStatements(
         `CREATE TABLE ${t.explained} (
           id uuid NOT NULL, attempt int NOT NULL, why text NOT NULL, pid int NOT NULL,
           PRIMARY KEY (id, attempt))`,
+        ...keyOrderCreateSql(t),
       ]
     case 'mysql': {
       // The outbox's id is CHAR(36) ascii_bin: the same type here, so joins compare like for like.

@@ -14,7 +14,9 @@ import { ledgerSql } from './ledger-sql.js'
  *   while the message was in flight; `lease-expired`/`aborted`: the engine abandoned the handler;
  *   `fenced`: a late settle was refused);
  * - `connections` (MySQL only): the server connection ids of each relay process, so a dead
- *   relay's connections can be waited out (PostgreSQL has `application_name`, SQLite has none).
+ *   relay's connections can be waited out (PostgreSQL has `application_name`, SQLite has none);
+ * - `keyOrder` and `keyCounter` (PostgreSQL only): the commit order of the keyed messages, per key
+ *   (see `ledger-key-order-sql.ts`), written by the producer in the business transaction.
  */
 export interface LedgerTables {
   readonly outbox: string
@@ -23,6 +25,8 @@ export interface LedgerTables {
   readonly rolledBack: string
   readonly explained: string
   readonly connections: string
+  readonly keyOrder: string
+  readonly keyCounter: string
 }
 
 /** The table names of a run whose tables start with `prefix` (a plain SQL identifier). */
@@ -36,23 +40,52 @@ export function ledgerTables(prefix: string): LedgerTables {
     rolledBack: `${prefix}_rolled_back`,
     explained: `${prefix}_explained`,
     connections: `${prefix}_conns`,
+    keyOrder: `${prefix}_key_order`,
+    keyCounter: `${prefix}_key_counter`,
   }
 }
 
-/** The outbox definition of a run (no schemas), on the `'table'` (default) or `'wal'` transport. */
-export function runOutbox(tables: LedgerTables, notify = true, transport: 'table' | 'wal' = 'table'): Outbox {
-  return defineOutbox({ table: tables.outbox, notify, transport })
+/** How a run's outbox is defined (see {@link runOutbox}). */
+export interface RunOutboxOptions {
+  /**
+   * Whether publishes NOTIFY the relays.
+   *
+   * @defaultValue `true`
+   */
+  notify?: boolean
+  /**
+   * The outbox's transport (docs/wal.md).
+   *
+   * @defaultValue `'table'`
+   */
+  transport?: 'table' | 'wal'
+  /**
+   * Topics declared ordered (docs/ordering.md); the relay workers handle each like `work`.
+   *
+   * @defaultValue `[]`
+   */
+  orderedTopics?: readonly string[]
+}
+
+/** The outbox definition of a run (no schemas). */
+export function runOutbox(tables: LedgerTables, options: RunOutboxOptions = {}): Outbox {
+  return defineOutbox({
+    table: tables.outbox,
+    notify: options.notify ?? true,
+    transport: options.transport ?? 'table',
+    orderedTopics: options.orderedTopics ?? [],
+  })
 }
 
 /** Creates (or recreates, empty) every table of a run on `db`, and migrates its outbox. */
 export async function createLedger(
   db: LedgerDb,
   tables: LedgerTables,
-  transport: 'table' | 'wal' = 'table',
+  options: RunOutboxOptions = {},
 ): Promise<Outbox> {
   await dropLedger(db, tables)
   for (const statement of ledgerSql(db.dialect, tables).create) await db.execute(statement)
-  const outbox = runOutbox(tables, true, transport)
+  const outbox = runOutbox(tables, options)
   await migrate(outbox, db.backend())
   return outbox
 }

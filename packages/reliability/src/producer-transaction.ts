@@ -3,12 +3,30 @@ import type { LedgerSql } from './ledger-sql.js'
 import type { ProducerStats } from './producer.js'
 import type { OpenSession, Session } from './sessions.js'
 
-/** One business transaction of {@link produce}; throws when it failed for a reason other than its planned rollback. */
+/**
+ * The keyed messages of a transaction as (id, key), sorted by key (stable: a key's messages keep
+ * their publish order), so two transactions take their keys' counter rows in the same order.
+ */
+function keyedInKeyOrder(
+  ids: readonly string[],
+  messages: readonly PublishMessage<Outbox>[],
+): [string, string][] {
+  const keyed: [string, string][] = []
+  messages.forEach((m, i) => {
+    if (typeof m.key === 'string') keyed.push([ids[i]!, m.key])
+  })
+  return keyed.sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
+}
+
+/**
+ * One business transaction of {@link produce} (its messages all of one topic): publishes them,
+ * records them in `produced` and keyed ones in their key's commit order, then commits or rolls
+ * back. Throws when it failed for a reason other than its planned rollback.
+ */
 export async function transaction(
   open: OpenSession,
   statements: LedgerSql,
   messages: PublishMessage<Outbox>[],
-  topic: string,
   rollbackRate: number,
   stats: ProducerStats,
   unrecorded: string[],
@@ -26,7 +44,9 @@ export async function transaction(
   try {
     await session.begin()
     ids = (await session.publish(messages)).map((r) => r.id)
-    await session.exec(statements.insertProduced(ids.length), [...ids, topic])
+    await session.exec(statements.insertProduced(ids.length), [...ids, messages[0]!.topic])
+    for (const [id, key] of keyedInKeyOrder(ids, messages))
+      await session.exec(statements.numberInKey!, [id, key])
     const roll = Math.random()
     if (roll < rollbackRate) {
       if (roll < rollbackRate / 2) await session.exec(statements.failing, []).catch(() => {})

@@ -43,6 +43,12 @@ export interface ProduceOptions {
   maxBatch: number
   /** Topic of the messages. Default `'work'`. */
   topic?: string
+  /**
+   * A share of the transactions publishes keyed messages on an ordered topic instead, numbered
+   * in their key's commit order in the same transaction (`ledger-key-order-sql.ts`; PostgreSQL
+   * only). Default: none.
+   */
+  ordered?: OrderedProduction
   /** Wait (poll) while this returns true, e.g. to cap the backlog in a soak. */
   throttle?(): Promise<boolean>
   /**
@@ -53,6 +59,16 @@ export interface ProduceOptions {
   tolerateOutages?: boolean
   /** Pause after a failure with `tolerateOutages`. Default 50 ms. */
   outagePauseMs?: number
+}
+
+/** Keyed messages on an ordered topic, in {@link ProduceOptions.ordered}. */
+export interface OrderedProduction {
+  /** The ordered topic (declared in the outbox's `orderedTopics`). */
+  topic: string
+  /** How many keys (`k0`, `k1`, ...) the messages are spread over, uniformly. */
+  keys: number
+  /** Probability that a transaction publishes on `topic` (all its messages keyed). */
+  share: number
 }
 
 /**
@@ -88,9 +104,10 @@ export async function publishCommitted(
 /**
  * Runs `producers` loops of business transactions on `db`'s dialect: each begins, publishes
  * 1..`maxBatch` messages with the dialect's adapter (`@outboxkit/pg`, `@outboxkit/mysql` or
- * `@outboxkit/sqlite`; one `publish` or one `publishMany`), writes their ids to `produced` in the
- * same transaction, then commits, or (with probability `rollbackRate`) rolls back, either plainly
- * or after a failing statement, and records the intended ids in `rolledBack`.
+ * `@outboxkit/sqlite`; one `publish` or one `publishMany`), writes their ids to `produced` (and
+ * with `ordered`, keyed ones to the per-key commit order) in the same transaction, then commits,
+ * or (with probability `rollbackRate`) rolls back, either plainly or after a failing statement,
+ * and records the intended ids in `rolledBack`.
  */
 export async function produce(options: ProduceOptions): Promise<ProducerStats> {
   const stats: ProducerStats = {
@@ -104,9 +121,13 @@ export async function produce(options: ProduceOptions): Promise<ProducerStats> {
     failedTransactions: 0,
     connectErrors: 0,
   }
-  const { db } = options
+  const { db, ordered } = options
   const topic = options.topic ?? 'work'
   const statements = ledgerSql(db.dialect, options.tables)
+  if (ordered && statements.numberInKey === undefined)
+    throw new Error(
+      `[outboxkit] [reliability] ordered production is built for PostgreSQL only, not ${db.dialect}`,
+    )
   const open = await sessions(db, options.outbox)
   // Ids known not to have committed, still to write to `rolledBack` (the server may be away).
   const unrecorded: string[] = []
@@ -127,9 +148,14 @@ export async function produce(options: ProduceOptions): Promise<ProducerStats> {
       if (options.throttle && (await options.throttle())) continue
       stats.transactions++
       const n = randomInt(1, options.maxBatch)
-      const messages = Array.from({ length: n }, () => ({ topic, payload: { seq: seq++ } }))
+      const keyed = ordered !== undefined && Math.random() < ordered.share
+      const messages = Array.from({ length: n }, () => ({
+        topic: keyed ? ordered.topic : topic,
+        payload: { seq: seq++ },
+        ...(keyed ? { key: `k${randomInt(0, ordered.keys - 1)}` } : {}),
+      }))
       try {
-        await transaction(open, statements, messages, topic, options.rollbackRate, stats, unrecorded)
+        await transaction(open, statements, messages, options.rollbackRate, stats, unrecorded)
         if (unrecorded.length > 0) await record()
       } catch (err) {
         if (!options.tolerateOutages) throw err

@@ -17,7 +17,8 @@ export interface WorkerHandlerConfig {
  * Everything a relay worker process needs, passed as JSON in the `OUTBOXKIT_RELAY_CONFIG`
  * environment variable. The worker runs one relay with handlers for two topics:
  * `work` (ledger write, sleep, random failures per {@link WorkerHandlerConfig}) and `suicide`
- * (ledger write, then `process.kill(process.pid, 'SIGKILL')`).
+ * (ledger write, then `process.kill(process.pid, 'SIGKILL')`), and one like `work` for each of
+ * its `orderedTopics`.
  */
 export interface RelayWorkerConfig {
   /**
@@ -39,6 +40,8 @@ export interface RelayWorkerConfig {
   tables: LedgerTables
   /** The outbox's transport (docs/wal.md). Default `'table'`. */
   transport?: 'table' | 'wal'
+  /** Topics declared ordered (docs/ordering.md), each handled like `work`. Default none. */
+  orderedTopics?: readonly string[]
   /**
    * The worker's name: PostgreSQL `application_name` of every connection of the worker, to find
    * (and terminate) them. (MySQL connections register their ids in `tables.connections` instead.)

@@ -26,7 +26,8 @@ if (!config) throw new Error(`${RELAY_CONFIG_ENV} is not set`)
 process.stdin.on('end', () => process.exit(3))
 process.stdin.resume()
 
-const outbox = runOutbox(config.tables, true, config.transport ?? 'table')
+const orderedTopics = config.orderedTopics ?? []
+const outbox = runOutbox(config.tables, { transport: config.transport ?? 'table', orderedTopics })
 const pid = process.pid
 const target: DatabaseTarget = { dialect: config.dialect ?? 'postgres', url: config.url }
 const statements = ledgerSql(target.dialect, config.tables)
@@ -88,20 +89,24 @@ const saidReady = new Promise<void>((resolve) => {
 })
 
 const { handler } = config
+/** The `work` handler (also that of every ordered topic): injected failures, the side effect, a sleep. */
+const work = async (message: DeliveredMessage, { signal }: { signal: AbortSignal }): Promise<void> => {
+  const roll = Math.random()
+  if (roll < handler.failRate) throw new Error('injected failure')
+  if (roll < handler.failRate + handler.retryRate)
+    throw new Retry({ delayMs: randomInt(0, handler.retryMaxDelayMs), reason: 'injected Retry' })
+  await sideEffect(message, signal)
+  if (config.inbox) await inboxEffect(ledger.driver, config.inbox, message, pid)
+  const ms = randomInt(handler.sleepMs[0], handler.sleepMs[1])
+  if (ms > 0) await new Promise((r) => setTimeout(r, ms))
+}
+
 const relay = createRelay(outbox, {
   backend: await relayBackend(),
   ...config.relay,
   handlers: {
-    async work(message, { signal }) {
-      const roll = Math.random()
-      if (roll < handler.failRate) throw new Error('injected failure')
-      if (roll < handler.failRate + handler.retryRate)
-        throw new Retry({ delayMs: randomInt(0, handler.retryMaxDelayMs), reason: 'injected Retry' })
-      await sideEffect(message, signal)
-      if (config.inbox) await inboxEffect(ledger.driver, config.inbox, message, pid)
-      const ms = randomInt(handler.sleepMs[0], handler.sleepMs[1])
-      if (ms > 0) await new Promise((r) => setTimeout(r, ms))
-    },
+    ...Object.fromEntries(orderedTopics.map((topic) => [topic, work])),
+    work,
     async suicide(message, { signal }) {
       await sideEffect(message, signal)
       // A claim can run inside relay.start() (SQLite claims synchronously): die once the parent

@@ -1,15 +1,19 @@
 // The WAL transport (docs/wal.md) under SIGKILL: relay processes read the outbox's replication
-// slot while producers publish (about 10 % of their transactions roll back); every ~2 s the relay
-// that holds the slot is SIGKILLed and a replacement started, so a standby takes the slot over each
-// time. Then the verdict from the ledger: nothing committed is lost, nothing rolled back appears.
+// slot while producers publish (about 10 % of their transactions roll back; a share of them on an
+// ordered topic, keyed, which takes the table path); every ~2 s the relay that holds the slot is
+// SIGKILLed and a replacement started, so a standby takes the slot over each time. Then the
+// verdict from the ledger: nothing committed is lost, nothing rolled back appears, and the ordered
+// topic's deliveries kept each key's commit order (the producers number each keyed message in its
+// key in the business transaction, see ledger-key-order-sql.ts).
 import { DIALECTS, observeFor } from '@outboxkit/conformance'
 import { afterEach, describe, expect, test } from 'vitest'
 import { pollUntil } from '../src/database.js'
+import { computeKeyOrder } from '../src/key-order.js'
 import { liveRows } from '../src/ledger.js'
 import { produce } from '../src/producer.js'
 import type { RelayProcess } from '../src/relay-process.js'
 import { figuresLine, verdictFigures } from '../src/report.js'
-import { computeVerdict } from '../src/verdict.js'
+import { computeVerdict, explainedTotal } from '../src/verdict.js'
 import { type FleetFixture, fleetFixture } from './support/fleet-fixture.js'
 
 let fixture: FleetFixture | undefined
@@ -28,11 +32,16 @@ async function slotHolder(f: FleetFixture): Promise<RelayProcess | undefined> {
 }
 
 const runs = DIALECTS.includes('postgres') && process.env.OUTBOXKIT_WAL_SKIPPED === undefined
+const ORDERED = 'ordered'
 
 describe.runIf(runs)('postgres, transport wal', () => {
-  test('the slot reader SIGKILLed every ~2 s while producers publish (10 % rollbacks): lost = 0, phantom = 0', async () => {
+  test('the slot reader SIGKILLed every ~2 s while producers publish (10 % rollbacks, a share on an ordered topic): lost = 0, phantom = 0, commit order kept per key', async () => {
     const t0 = Date.now()
-    const f = await fleetFixture('postgres', 'walkill', { transport: 'wal', handler: { sleepMs: [2, 10] } })
+    const f = await fleetFixture('postgres', 'walkill', {
+      transport: 'wal',
+      orderedTopics: [ORDERED],
+      handler: { sleepMs: [2, 10] },
+    })
     fixture = f
     await f.fleet.spawnMany(2)
     let producing = true
@@ -43,6 +52,7 @@ describe.runIf(runs)('postgres, transport wal', () => {
       producers: 2,
       rollbackRate: 0.1,
       maxBatch: 5,
+      ordered: { topic: ORDERED, keys: 20, share: 0.2 },
       keepGoing: () => producing,
     })
     const replacements: Promise<unknown>[] = []
@@ -76,23 +86,50 @@ describe.runIf(runs)('postgres, transport wal', () => {
     })
     await f.fleet.stop()
     const verdict = await computeVerdict(f.db, f.tables)
+    const ordered = await computeVerdict(f.db, f.tables, ORDERED)
+    const keyOrder = await computeKeyOrder(f.db, f.tables, ORDERED)
     console.log(
       figuresLine('wal-sigkill-slot-reader', {
         messages: producer.committedMessages + producer.rolledBackMessages,
         holderKills,
         ...verdictFigures(verdict),
+        // The ordered topic's own counts (rolledBack above is the run's, both topics).
+        ordered: {
+          committed: ordered.committed,
+          delivered: ordered.delivered,
+          lost: ordered.lost,
+          phantom: ordered.phantom,
+          duplicates: ordered.duplicates,
+          explained: explainedTotal(ordered),
+          keys: keyOrder.keys,
+        },
+        firstOutOfOrder: keyOrder.firstOutOfOrder,
+        startedAfterLater: keyOrder.startedAfterLater,
         seconds: ((Date.now() - t0) / 1000).toFixed(1),
       }),
     )
     expect(holderKills).toBe(6)
     expect(producer.rolledBackMessages).toBeGreaterThan(0)
-    expect(verdict.committed).toBe(producer.committedMessages)
+    expect(verdict.committed + ordered.committed).toBe(producer.committedMessages)
     expect(verdict.committed).toBeGreaterThan(500)
-    expect(verdict.lost).toBe(0)
-    expect(verdict.phantom).toBe(0)
-    expect(verdict.unknown).toBe(0)
+    for (const v of [verdict, ordered]) {
+      expect(v.lost).toBe(0)
+      expect(v.phantom).toBe(0)
+      expect(v.unknown).toBe(0)
+    }
     // Replays after a kill deliver again from the last confirmation (attempts 1 again in WAL mode,
     // docs/wal.md "Limits"): reported, bounded by what was delivered.
     expect(verdict.duplicates).toBeLessThan(verdict.committed)
+    // The ordered topic took the table path: its redeliveries are those of the kills, as in the
+    // table's crash test, and each key's messages were delivered in commit order.
+    expect(ordered.committed).toBeGreaterThan(100)
+    expect(keyOrder.messages).toBe(ordered.committed)
+    expect(keyOrder.keys).toBe(20)
+    expect(ordered.sameAttempt).toBe(0)
+    expect(ordered.unexplained).toBe(0)
+    expect(ordered.duplicates).toBeLessThanOrEqual(explainedTotal(ordered))
+    expect(keyOrder.firstDeliveries).toBe(ordered.committed)
+    expect(keyOrder.firstOutOfOrder).toBe(0)
+    expect(keyOrder.startedAfterLater).toBe(0)
   }, 240_000)
 })

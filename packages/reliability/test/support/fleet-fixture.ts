@@ -60,6 +60,8 @@ export async function fleetFixture(
     pooler?: string
     /** The outbox's transport; with `'wal'` the run's slot is dropped by `close()`. */
     transport?: 'table' | 'wal'
+    /** Topics declared ordered, each handled by the relays like `work`. */
+    orderedTopics?: readonly string[]
     inbox?: RelayWorkerConfig['inbox']
   } & Pick<RelayFleetOptions, 'restartOnDeath'> = {},
 ): Promise<FleetFixture> {
@@ -68,7 +70,8 @@ export async function fleetFixture(
   const tables = ledgerTables(prefix)
   const db = await openLedgerDb(target, { max: 8 })
   const transport = overrides.transport ?? 'table'
-  const outbox = await createLedger(db, tables, transport)
+  const orderedTopics = overrides.orderedTopics ?? []
+  const outbox = await createLedger(db, tables, { transport, orderedTopics })
   const { pooler } = overrides
   const producerDb = pooler === undefined ? db : await openLedgerDb({ dialect, url: pooler }, { max: 4 })
   const fleet = new RelayFleet({
@@ -81,6 +84,7 @@ export async function fleetFixture(
       ...(pooler === undefined ? {} : { backendUrl: pooler }),
       tables,
       transport,
+      orderedTopics,
       applicationName: `${prefix.slice(0, 50)}_r${n}`,
       commandTimeoutMs: 15_000,
       relay: {

@@ -49,12 +49,24 @@ export async function freePort(): Promise<number> {
   return port
 }
 
+/** Options of {@link startDedicatedCluster}. */
+export interface DedicatedClusterOptions {
+  /**
+   * Server settings passed as `-c name=value` at every start, e.g. `{ wal_level: 'replica' }`.
+   *
+   * @defaultValue `{}`: initdb's defaults
+   */
+  settings?: Readonly<Record<string, string>>
+}
+
 /**
  * initdb into a temporary directory and starts the cluster on a free port (trust auth,
  * `fsync=off`: a PostgreSQL crash keeps committed data in the OS page cache, and only an OS crash
- * would need fsync).
+ * would need fsync), with `options.settings` on top.
  */
-export async function startDedicatedCluster(): Promise<DedicatedCluster> {
+export async function startDedicatedCluster(
+  options: DedicatedClusterOptions = {},
+): Promise<DedicatedCluster> {
   const asRoot = process.getuid?.() === 0
   const dir = mkdtempSync(join(tmpdir(), 'outboxkit-pg-'))
   if (asRoot) {
@@ -68,9 +80,12 @@ export async function startDedicatedCluster(): Promise<DedicatedCluster> {
   const data = join(dir, 'data')
   await pg('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '-N', '-E', 'UTF8'])
   const port = await freePort()
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`
+  const settings = Object.entries(options.settings ?? {})
+    .map(([name, value]) => ` -c ${name}=${value}`)
+    .join('')
+  const serverOptions = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100${settings}`
   const start = async () => {
-    await pg('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'])
+    await pg('pg_ctl', ['-D', data, '-o', serverOptions, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'])
   }
   const stop = async (mode: 'fast' | 'immediate') => {
     await pg('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '60', 'stop'])
@@ -80,7 +95,7 @@ export async function startDedicatedCluster(): Promise<DedicatedCluster> {
       '-D',
       data,
       '-o',
-      options,
+      serverOptions,
       '-l',
       join(dir, 'log'),
       '-m',

@@ -15,7 +15,7 @@ import { postgresInboxBackend } from './inbox-backend.js'
 import { type PostgresRun, postgresRun } from './run.js'
 import { postgresStatements } from './statements.js'
 import type { ReplicationConnection, ReplicationHandlers } from './wal/reader.js'
-import { createPostgresWal, migrateWal, walUnavailable } from './wal/wal.js'
+import { checkWalServer, createPostgresWal, migrateWal, walUnavailable } from './wal/wal.js'
 
 /**
  * The small slice of a PostgreSQL driver a relay backend needs. `@outboxkit/pg`,
@@ -147,7 +147,11 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
     name: source,
     dialect: 'postgres',
     async migrate(outbox: Outbox) {
-      if (outbox.transport === 'wal' && !executor.replicate) throw noReplication(source)
+      if (outbox.transport === 'wal') {
+        if (!executor.replicate) throw noReplication(source)
+        // Before the table's DDL: a server that cannot do it refuses the migrate with nothing written.
+        await checkWalServer(run, source)
+      }
       try {
         await executor.exec(postgresStatements(outbox.table).migrate)
       } catch (err) {
