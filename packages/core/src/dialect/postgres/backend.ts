@@ -157,7 +157,7 @@ export function createPostgresBackend(executor: PostgresExecutor): OutboxBackend
       } catch (err) {
         throw toOutboxError(err, source, `migrate of table ${outbox.table.display}`)
       }
-      if (outbox.transport === 'wal') await migrateWal(run, source, outbox)
+      if (outbox.transport === 'wal') await migrateWal(run, outbox)
     },
     claim: postgresClaim(run),
     settle: postgresSettle(run),

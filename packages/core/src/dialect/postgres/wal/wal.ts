@@ -36,9 +36,11 @@ export async function checkWalServer(run: Run, source: string): Promise<void> {
   }
 }
 
-/** Creates the outbox's publication and slot when missing (after the table's DDL, outside its transaction). */
-export async function migrateWal(run: Run, source: string, outbox: Outbox): Promise<void> {
-  await checkWalServer(run, source)
+/**
+ * Creates the dispatch mark's table, the outbox's publication and slot when missing (after
+ * {@link checkWalServer} and the table's DDL, outside its transaction).
+ */
+export async function migrateWal(run: Run, outbox: Outbox): Promise<void> {
   const { names, sql } = walStatementsOf(outbox.table)
   await run('creating the table of the dispatch mark', sql.createMarkTable, [])
   await run('creating the WAL publication', sql.createPublication, [])
