@@ -110,3 +110,9 @@ export const later = (us: string) => `DATE_ADD(${NOW}, INTERVAL ${us} MICROSECON
 /** The columns of a delivered or dead row as the backends read them (`a`: a table alias with its dot). */
 export const rowColumns = (a = '') =>
   `${a}id AS id, ${a}topic AS topic, ${a}\`key\` AS \`key\`, CAST(${a}payload AS CHAR) AS payload, CAST(${a}headers AS CHAR) AS headers, ${a}attempts AS attempts, ${a}last_error AS last_error, ${epochMs(`${a}created_at`)} AS created_ms`
+
+/** `AND id IN (...)` and `AND topic IN (...)` for the given placeholder counts (0: matches nothing; undefined: no filter). */
+export const idTopicFilters = (ids: number | undefined, topics: number | undefined): string =>
+  `${ids === undefined ? '' : ids === 0 ? ' AND FALSE' : ` AND id IN (${marks(ids)})`}${
+    topics === undefined ? '' : topics === 0 ? ' AND FALSE' : ` AND topic IN (${marks(topics)})`
+  }`
