@@ -53,3 +53,6 @@ export function mysqlRunner(executor: MysqlExecutor): MysqlRunner {
     write: (what, sql, params) => transaction(what, async (query) => (await query(sql, params)).affectedRows),
   }
 }
+
+/** Milliseconds as the whole microseconds MySQL's `INTERVAL ? MICROSECOND` takes (never negative). */
+export const microseconds = (ms: number): number => Math.max(0, Math.round(ms * 1000))
