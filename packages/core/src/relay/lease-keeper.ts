@@ -53,8 +53,12 @@ export class LeaseKeeper {
     this.#heartbeat = undefined
   }
 
-  /** Watches the rows of one claim, whose shared lease ends at `leaseUntil`. */
-  watchClaim(entries: readonly InFlight[], leaseUntil: number): void {
+  /**
+   * Watches the rows of one claim, whose shared lease ends at `leaseUntil`. `why` is the reason
+   * given at its lapse when the caller knows it (a deadline rather than a lease); otherwise it is
+   * told from the handler's run time.
+   */
+  watchClaim(entries: readonly InFlight[], leaseUntil: number, why?: string): void {
     if (entries.length === 0) return
     const batch: LeaseBatch = { remaining: entries.length }
     for (const e of entries) e.lease.batch = batch
@@ -63,7 +67,7 @@ export class LeaseKeeper {
         batch.timer = undefined
         // Rare (a lapse): scan the running handlers rather than keep every row of every batch alive.
         for (const e of this.deps.running())
-          if (e.lease.batch === batch) this.deps.onLapse(e, this.#lapseReason(e))
+          if (e.lease.batch === batch) this.deps.onLapse(e, why ?? this.#lapseReason(e))
       },
       Math.max(0, leaseUntil - Date.now()),
     )

@@ -205,7 +205,12 @@ export class RelayRunner implements Relay {
     const taken = rows.map((row) => this.#slots.take(row, Number.POSITIVE_INFINITY))
     const { heartbeatMs, leaseMs, maxHandlerMs } = this.#c.options
     const deadlineMs = heartbeatMs === false ? leaseMs : maxHandlerMs
-    if (deadlineMs <= MAX_TIMER_MS) this.#leases.watchClaim(taken, Date.now() + deadlineMs)
+    // The reason is the deadline's own: a timer may fire a millisecond before the run time says so.
+    const why =
+      heartbeatMs === false
+        ? `the handler ran past leaseMs (${leaseMs} ms; the heartbeat is off)`
+        : `the handler ran past maxHandlerMs (${maxHandlerMs} ms)`
+    if (deadlineMs <= MAX_TIMER_MS) this.#leases.watchClaim(taken, Date.now() + deadlineMs, why)
     for (const entry of taken) deliver(entry, this.#delivery)
   }
 

@@ -102,6 +102,16 @@ describe('LeaseKeeper', () => {
     h.leases.stop()
   })
 
+  test('a deadline watched with its own reason lapses with that reason, whatever the clock says', async () => {
+    const h = harness({ heartbeatMs: false })
+    const entry = h.slots.take(row('a'), Number.POSITIVE_INFINITY)
+    // As a timer firing a millisecond early would see it: the run time is short of the deadline.
+    entry.startedAt = Date.now() + 1
+    h.leases.watchClaim([entry], Date.now() + 300, 'the handler ran past maxHandlerMs (300 ms)')
+    await vi.advanceTimersByTimeAsync(300)
+    expect(h.lapsed).toEqual([{ id: 'a', why: 'the handler ran past maxHandlerMs (300 ms)' }])
+  })
+
   test('stop ends the heartbeat', async () => {
     const h = harness()
     h.leases.start()
