@@ -18,8 +18,10 @@ export interface PostgresJsBackendOptions {
   /**
    * A `sql` (root instance of `postgres(...)`) used only for the relay's LISTEN, e.g. a direct
    * connection to PostgreSQL while the backend's own `sql` goes through a transaction-mode pooler
-   * (PgBouncer, Supavisor, RDS Proxy), where LISTEN cannot work. Claims, settles and the probe
-   * NOTIFY keep going through the backend's `sql`. It stays yours: outboxkit never ends it.
+   * (PgBouncer, Supavisor, RDS Proxy), where LISTEN cannot work. With `transport: 'wal'` the
+   * replication connection that reads the slot is opened with its connection options too (a
+   * pooler cannot carry the replication protocol). Claims, settles and the probe NOTIFY keep
+   * going through the backend's `sql`. It stays yours: outboxkit never ends it.
    * Default: the backend's own `sql`.
    *
    * @defaultValue none: the backend's own `sql`

@@ -8,6 +8,7 @@ import {
 } from './backend-options.js'
 import { withDeadline } from './deadline.js'
 import { listenOn } from './listener.js'
+import { replicateWithPostgresJs } from './replication.js'
 import { runStatement } from './statement.js'
 import { ADAPTER } from './transaction.js'
 
@@ -27,7 +28,10 @@ export type { PostgresJsBackendConnectionOptions, PostgresJsBackendOptions } fro
  * Claims and settles run in autocommit on the pool (one statement each), as prepared statements
  * when the `sql` prepares (postgres.js' default, `prepare: true`) and unnamed with `prepare: false`;
  * `migrate` runs its script as one multi-statement query (one implicit transaction) with NOTICEs
- * silenced; LISTEN uses postgres.js' `sql.listen`, which reconnects by itself.
+ * silenced; LISTEN uses postgres.js' `sql.listen`, which reconnects by itself. With
+ * `transport: 'wal'` (docs/wal.md) the relay reads the outbox's replication slot on one
+ * `replication=database` connection of its own, opened with the options of `listen` when given
+ * (a direct connection), else of `sql`.
  *
  * Behind PgBouncer in transaction mode (or Supavisor, RDS Proxy), postgres.js' own docs require
  * `postgres(url, { prepare: false })`; outboxkit then sends nothing session-bound (no named
@@ -94,6 +98,10 @@ export function postgresJsBackend(
         },
       })
     },
+    // The WAL transport's slot is read on a replication connection of its own, made with the
+    // options of the LISTEN sql when given (a direct connection), else of the backend's sql.
+    replicate: (command, handlers) =>
+      replicateWithPostgresJs(listenSql ?? sql(), command, handlers, timeoutMs),
     async close() {
       const s = owned
       owned = undefined
