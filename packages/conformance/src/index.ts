@@ -113,7 +113,7 @@ export {
   type TransactionSteps,
 } from './kit/transactions.js'
 export { type Deferred, deferred, observeFor } from './kit/waits.js'
-export { DIALECTS, parseDialects } from './matrix.js'
+export { DIALECTS, parseDialects, parseTransport, TRANSPORT } from './matrix.js'
 export {
   MemoryBackend,
   type MemoryMessage,

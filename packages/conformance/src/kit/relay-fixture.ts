@@ -10,7 +10,8 @@ import {
   type TopicSchemas,
 } from '@outboxkit/core'
 import { qualifiedTable } from '@outboxkit/core/adapter'
-import { uniqueTableName } from '../database.js'
+import { uniqueTableName, waitFor } from '../database.js'
+import { TRANSPORT } from '../matrix.js'
 
 /** Options of {@link RelayFixture.outbox}: those of `defineOutbox` but the table, and whether to migrate it. */
 export type FixtureOutboxOptions<T extends TopicSchemas | undefined> = Omit<
@@ -33,6 +34,8 @@ export abstract class RelayFixture {
   readonly #tables: string[] = []
   readonly #relays = new Set<Relay>()
   readonly #backends = new Set<OutboxBackend>()
+  /** Outboxes of `transport: 'wal'` whose slots {@link RelayFixture.cleanup} drops. */
+  readonly #walOutboxes: Outbox<any>[] = []
 
   /** `tablePrefix` starts every table name of the fixture, e.g. `core` gives `ok_core_<prefix>_...`. */
   constructor(tablePrefix: string) {
@@ -63,7 +66,12 @@ export abstract class RelayFixture {
     options: FixtureOutboxOptions<T> = {},
   ): Promise<Outbox<T>> {
     const { migrate: doMigrate = true, ...rest } = options
-    const outbox = defineOutbox<T>({ ...(rest as DefineOutboxOptions<T>), table: this.table(prefix) })
+    const outbox = defineOutbox<T>({
+      ...(TRANSPORT === 'wal' ? { transport: 'wal' } : {}),
+      ...(rest as DefineOutboxOptions<T>),
+      table: this.table(prefix),
+    })
+    if (outbox.transport === 'wal') this.#walOutboxes.push(outbox)
     if (doMigrate) await migrate(outbox, await this.sharedBackend())
     return outbox
   }
@@ -95,6 +103,32 @@ export abstract class RelayFixture {
     const backends = [...this.#backends]
     this.#backends.clear()
     await Promise.all(backends.map((b) => b.close().catch(() => {})))
+    await this.#dropWalSlots()
+  }
+
+  /**
+   * Drops the replication slots (and publications, dispatch marks) of the WAL outboxes made so
+   * far: a slot left behind keeps WAL on the server and takes one of its `max_replication_slots`.
+   * A stopped relay's walsender may hold the slot a moment longer: retried until it is free.
+   */
+  async #dropWalSlots(): Promise<void> {
+    const outboxes = this.#walOutboxes.splice(0)
+    if (outboxes.length === 0) return
+    const wal = (await this.sharedBackend()).wal
+    for (const outbox of outboxes) {
+      await waitFor(
+        () =>
+          wal
+            ? wal.dropSlot(outbox).then(
+                () => true,
+                () => false,
+              )
+            : true,
+        {
+          what: `the replication slot of ${outbox.table.display} dropped`,
+        },
+      ).catch(() => {})
+    }
   }
 }
 

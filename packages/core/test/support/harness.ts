@@ -23,6 +23,7 @@ import {
   publish as pgPublish,
   publishMany as pgPublishMany,
 } from '@outboxkit/pg'
+import { postgresJsBackend } from '@outboxkit/postgres-js'
 import type BetterSqlite3 from 'better-sqlite3'
 import type * as mysql2 from 'mysql2/promise'
 import pg from 'pg'
@@ -229,10 +230,12 @@ export class Harness extends RelayFixture {
 
   /**
    * A backend that opens its own connections from the URL (PostgreSQL `pgBackend({
-   * connectionString })`, MySQL `mysqlBackend({ uri })`, SQLite `sqliteBackend({ filename })`),
+   * connectionString })`, or `postgresJsBackend({ url })` with OUTBOXKIT_PG_BACKEND=postgres-js, MySQL `mysqlBackend({ uri })`, SQLite `sqliteBackend({ filename })`),
    * closed in {@link Harness.cleanup}. `options` go to the dialect's backend.
    */
   backend(options: BackendOptions = {}): OutboxBackend {
+    if (this.dialect === 'postgres' && process.env.OUTBOXKIT_PG_BACKEND === 'postgres-js')
+      return this.owned(postgresJsBackend({ url: this.url, max: 4, ...(options as object) }))
     if (this.dialect === 'postgres')
       return this.owned(pgBackend({ connectionString: this.url, max: 4, ...options }))
     if (this.dialect === 'mysql')
