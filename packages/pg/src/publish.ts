@@ -77,11 +77,18 @@ function transactionBoundQuery(
   // another one). Named (pgPublisher({ preparedStatements: true })): PostgreSQL parses and plans
   // the statement once per connection, which needs a direct connection or a pooler that tracks
   // prepared statements (PgBouncer 1.21+ with max_prepared_statements > 0).
-  const query = new pg.Query({
-    text: statement.text,
-    values: statement.values,
-    ...(named ? { name: statementName(statement.name, statement.text) } : {}),
-  } as pg.QueryConfig)
+  // Unnamed with an inline form (the WAL publish): no values, so pg sends one simple Query message.
+  const query = new pg.Query(
+    (named
+      ? {
+          text: statement.text,
+          values: statement.values,
+          name: statementName(statement.name, statement.text),
+        }
+      : statement.simple !== undefined
+        ? { text: statement.simple }
+        : { text: statement.text, values: statement.values }) as pg.QueryConfig,
+  )
   const send = query.submit
   ;(query as unknown as { callback: typeof callback }).callback = callback
   // pg's client treats an Error returned from submit() as the query's failure and sends nothing.

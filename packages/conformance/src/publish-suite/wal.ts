@@ -80,6 +80,8 @@ export function registerWalTests<TTx>(suite: PublishSuite<TTx>): void {
     const f = walFixture(suite)
     test('publish and publishMany write one WAL message each and no row; a rollback writes none', (context) =>
       expectOneMessageEachNoRow(f, context))
+    test("quotes, backslashes, $n, E'' and unicode in payload, key, topic and headers reach the WAL exactly", (context) =>
+      expectTextExact(f, context))
     test('dedupKey and delayMs take the table, with the same results', (context) =>
       expectDedupAndDelayTakeTable(f, context))
     test('a transaction handle used after its commit is refused, and nothing reaches the WAL', (context) =>
@@ -127,6 +129,34 @@ async function expectOneMessageEachNoRow<TTx>(f: WalFixture<TTx>, context: SkipC
   ])
   expect((messages[1]!.content as { id: string }[]).map((m) => m.id)).toEqual(many.map((r) => r.id))
   expect(await f.suite.opened.sql.count(outbox.table.name, {})).toBe(0)
+}
+
+/**
+ * Text that SQL quoting could break (the pg adapter sends the WAL publish inline, with the simple
+ * query protocol) reaches the WAL exactly: read back through `test_decoding`.
+ */
+async function expectTextExact<TTx>(f: WalFixture<TTx>, context: SkipContext): Promise<void> {
+  const outbox = f.withSlot(context)
+  const { ctx } = f.suite.opened
+  const tricky = `it's \\ a '' \\' "$1" $2 E'x' \\x00 \u00e9 日本 🚀 \n\t end\\`
+  const message = {
+    topic: `w'$1\\`,
+    key: `k'\\$2`,
+    payload: { tricky, nested: [tricky, { [tricky]: tricky }] },
+    headers: { [`h'$3`]: tricky },
+  }
+  const published = await ctx.transaction((tx) => f.suite.publish(outbox, tx, message))
+  const [decoded] = await f.decoded()
+  expect(decoded!.content).toEqual([
+    {
+      id: published.id,
+      topic: message.topic,
+      key: message.key,
+      payload: message.payload,
+      headers: expect.objectContaining(message.headers),
+      created: expect.any(Number),
+    },
+  ])
 }
 
 /** dedupKey and delayMs take the table, with the same results. */

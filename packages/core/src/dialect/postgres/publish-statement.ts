@@ -15,6 +15,12 @@ export interface PostgresPublishStatement {
   readonly values: unknown[]
   /** A stable name for drivers that cache prepared statements. */
   readonly name: string
+  /**
+   * The same statement with its values written inline as literals, when it has one: a driver that
+   * does not name its statements may send it with the simple query protocol (one message instead
+   * of Parse, Bind, Describe, Execute and Sync; node-postgres does so for a query without values).
+   */
+  readonly simple?: string
 }
 
 /** Options of {@link postgresPublishStatement}. */

@@ -21,6 +21,24 @@ export function encodeArrayParameters(values: readonly unknown[]): unknown[] {
   return values.map((v) => (Array.isArray(v) ? postgresArrayLiteral(v) : v))
 }
 
+/**
+ * A string as a PostgreSQL escape-string constant, `E'...'`: backslashes and `'` escaped, so it
+ * reads the same whatever `standard_conforming_strings` says. For text only (no NUL: PostgreSQL
+ * text cannot hold one, and JSON text never has one raw).
+ */
+export function postgresTextLiteral(value: string): string {
+  return `E'${value.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`
+}
+
+/**
+ * `text` with each `$n` placeholder replaced by {@link postgresTextLiteral} of `values[n - 1]`, in
+ * one pass (a value's own `$` signs are never read as placeholders): the statement to send with
+ * the simple query protocol, one message instead of Parse, Bind, Describe, Execute and Sync.
+ */
+export function inlineTextParameters(text: string, values: readonly string[]): string {
+  return text.replace(/\$(\d+)/g, (_, n: string) => postgresTextLiteral(values[Number(n) - 1]!))
+}
+
 const SNAKE = /^[a-z0-9_]+$/
 
 function toSnake(name: string): string {

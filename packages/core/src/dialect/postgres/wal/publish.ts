@@ -2,6 +2,7 @@ import type { Outbox } from '../../../outbox/define-outbox.js'
 import { OutboxError } from '../../../outbox/errors.js'
 import type { PreparedMessage, PublishResult } from '../../../outbox/message.js'
 import type { PostgresPublishStatement } from '../publish-statement.js'
+import { inlineTextParameters } from '../values.js'
 import { encodeWalContent } from './message.js'
 import { walStatementsOf } from './statements-of.js'
 
@@ -33,17 +34,20 @@ export function postgresWalPublishStatement(
   const now = Date.now()
   const check = now - (slotSeenAt.get(slot) ?? Number.NEGATIVE_INFINITY) >= SLOT_CHECK_EVERY_MS
   const content = encodeWalContent(messages, now)
-  if (!check) {
-    return {
-      text: guarded ? sql.publishGuardedUnchecked : sql.publishUnchecked,
-      values: [prefix, content],
-      name: guarded ? 'outboxkit_publish_wal_guarded_unchecked' : 'outboxkit_publish_wal_unchecked',
-    }
-  }
+  const text = check
+    ? guarded
+      ? sql.publishGuarded
+      : sql.publish
+    : guarded
+      ? sql.publishGuardedUnchecked
+      : sql.publishUnchecked
+  const values = check ? [prefix, content, slot] : [prefix, content]
   return {
-    text: guarded ? sql.publishGuarded : sql.publish,
-    values: [prefix, content, slot],
-    name: guarded ? 'outboxkit_publish_wal_guarded' : 'outboxkit_publish_wal',
+    text,
+    values,
+    name: `outboxkit_publish_wal${guarded ? '_guarded' : ''}${check ? '' : '_unchecked'}`,
+    // Every value is text: the statement also goes inline, for the simple query protocol.
+    simple: inlineTextParameters(text, values),
   }
 }
 
