@@ -37,6 +37,11 @@ export interface RelayWorkerConfig {
    * Default: `url`.
    */
   backendUrl?: string
+  /**
+   * PostgreSQL: the driver of the relay's backend, `pgBackend` (node-postgres) or
+   * `postgresJsBackend` (postgres.js). Default `'pg'`.
+   */
+  pgDriver?: 'pg' | 'postgres-js'
   tables: LedgerTables
   /** The outbox's transport (docs/wal.md). Default `'table'`. */
   transport?: 'table' | 'wal'

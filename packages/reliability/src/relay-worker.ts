@@ -49,6 +49,17 @@ const closeAfterStop: (() => Promise<unknown>)[] = [() => ledger.close()]
 async function relayBackend(): Promise<OutboxBackend> {
   switch (target.dialect) {
     case 'postgres':
+      if (config!.pgDriver === 'postgres-js') {
+        const { postgresJsBackend } = await import('@outboxkit/postgres-js')
+        return postgresJsBackend({
+          url: config!.backendUrl ?? config!.url,
+          ...(config!.backendUrl === undefined
+            ? { connection: { application_name: config!.applicationName } }
+            : {}),
+          commandTimeoutMs: config!.commandTimeoutMs,
+          max: 4,
+        })
+      }
       return pgBackend({
         connectionString: config!.backendUrl ?? config!.url,
         ...(config!.backendUrl === undefined ? { application_name: config!.applicationName } : {}),

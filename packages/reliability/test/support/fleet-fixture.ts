@@ -63,6 +63,8 @@ export async function fleetFixture(
     /** Topics declared ordered, each handled by the relays like `work`. */
     orderedTopics?: readonly string[]
     inbox?: RelayWorkerConfig['inbox']
+    /** PostgreSQL: the relays' driver (`pgBackend` or `postgresJsBackend`). Default `'pg'`. */
+    pgDriver?: RelayWorkerConfig['pgDriver']
   } & Pick<RelayFleetOptions, 'restartOnDeath'> = {},
 ): Promise<FleetFixture> {
   const target = testTarget(dialect, name)
@@ -82,6 +84,7 @@ export async function fleetFixture(
       dialect,
       url: target.url,
       ...(pooler === undefined ? {} : { backendUrl: pooler }),
+      ...(overrides.pgDriver ? { pgDriver: overrides.pgDriver } : {}),
       tables,
       transport,
       orderedTopics,
