@@ -66,6 +66,7 @@ function renderStats(stats: Stats): void {
     ...stats.topics.map((t) => el('option', { value: t.topic }, t.topic)),
   )
   select.value = stats.topics.some((t) => t.topic === chosen) ? chosen : ''
+  renderSlot(stats.slot)
   samples.push({ depth: stats.states.pending + stats.states.processing, dead: stats.states.dead })
   if (samples.length > 120) samples.shift()
   renderChart()
@@ -73,6 +74,39 @@ function renderStats(stats: Stats): void {
     writable = stats.writable
     applyWritable()
   }
+}
+
+/**
+ * The replication slot of a `transport: 'wal'` outbox (docs/wal.md, "Slot safety"): whether a relay
+ * reads it, the WAL it retains and what is not yet confirmed. Hidden for a `'table'` outbox.
+ */
+function renderSlot(slot: SlotStats | null | undefined): void {
+  const section = $('slot-section')
+  section.hidden = slot === undefined
+  if (slot === undefined) return
+  const warning = $('slot-warning')
+  const warn = (text: string | null) => {
+    warning.hidden = text === null
+    warning.textContent = text ?? ''
+  }
+  if (slot === null) {
+    $('slot-name').textContent = ''
+    for (const id of ['slot-active', 'slot-retained', 'slot-lag', 'slot-status']) $(id).textContent = '–'
+    warn('The outbox has no replication slot: run migrate(outbox, backend) (outboxkit migrate --wal).')
+    return
+  }
+  $('slot-name').textContent = slot.slot
+  $('slot-active').textContent = slot.active ? 'reading' : 'not read'
+  $('slot-retained').textContent = bytes(slot.retainedBytes)
+  $('slot-lag').textContent = bytes(slot.lagBytes)
+  $('slot-status').textContent = slot.walStatus ?? '–'
+  warn(
+    slot.walStatus === 'lost'
+      ? 'The slot was invalidated (wal_status lost): its unread messages are gone. Drop it and run migrate again.'
+      : slot.active
+        ? null
+        : 'No relay reads the slot: it keeps WAL on the server until one does.',
+  )
 }
 
 function applyWritable(): void {

@@ -23,6 +23,18 @@ function age(ms: number | null): string {
   return h < 48 ? `${h}h ${m % 60}m` : `${Math.floor(h / 24)}d ${h % 24}h`
 }
 
+function bytes(n: number): string {
+  if (n < 1024) return `${Math.round(n)} B`
+  const units = ['KiB', 'MiB', 'GiB', 'TiB']
+  let v = n / 1024
+  let i = 0
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024
+    i++
+  }
+  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`
+}
+
 async function call<T>(path: string, init?: RequestInit): Promise<T> {
   const response = await fetch(api(path), {
     ...init,

@@ -13,8 +13,17 @@ interface TopicStats {
   oldestPendingAgeMs: number | null
   oldestDueLagMs: number | null
 }
+interface SlotStats {
+  slot: string
+  active: boolean
+  retainedBytes: number
+  lagBytes: number
+  walStatus: string | null
+}
 interface Stats {
   table: string
+  /** `transport: 'wal'` only: the replication slot, `null` when it does not exist. */
+  slot?: SlotStats | null
   states: { pending: number; processing: number; dead: number }
   topics: TopicStats[]
   oldestPendingAgeMs: number | null

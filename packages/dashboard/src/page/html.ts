@@ -21,6 +21,14 @@ const BODY = `<header class="top"><h1>outboxkit</h1><span class="muted">table <s
 <svg id="chart" viewBox="0 0 600 120" preserveAspectRatio="none" role="img" aria-label="depth and dead count while this page is open"></svg>
 <div class="legend muted"><span class="l-depth">depth (pending + processing)</span> <span class="l-dead">dead</span> <span id="chart-max"></span></div>
 </section>
+<section id="slot-section" aria-labelledby="h-slot" hidden><h2 id="h-slot">Replication slot <span id="slot-name" class="muted"></span></h2>
+<p id="slot-warning" class="warn" hidden></p>
+<div class="cards">
+<div class="card"><div class="muted">reader</div><div class="v" id="slot-active">–</div></div>
+<div class="card"><div class="muted">WAL retained</div><div class="v" id="slot-retained">–</div></div>
+<div class="card"><div class="muted">unconfirmed WAL</div><div class="v" id="slot-lag">–</div></div>
+<div class="card"><div class="muted">wal_status</div><div class="v" id="slot-status">–</div></div>
+</div></section>
 <section aria-labelledby="h-topics"><h2 id="h-topics">Topics</h2><div class="scroll"><table>
 <thead><tr><th>topic</th><th class="n">pending</th><th class="n">processing</th><th class="n">dead</th><th class="n">oldest pending</th><th class="n">lag</th></tr></thead>
 <tbody id="topics"></tbody></table></div></section>

@@ -36,7 +36,8 @@ button.danger{background:transparent;color:var(--dead);border-color:var(--dead)}
 button.plain{background:transparent;color:var(--fg)}
 body.read-only .actions,body.read-only #bulk{display:none}
 #bulk{display:flex;gap:.5rem;flex-wrap:wrap;margin:.4rem 0}
-#bulk[hidden],#more[hidden],#confirm[hidden],#notice[hidden]{display:none}
+#bulk[hidden],#more[hidden],#confirm[hidden],#notice[hidden],#slot-section[hidden],#slot-warning[hidden]{display:none}
+.warn{color:var(--dead);margin:.2rem 0 .6rem}
 article.dead{border:1px solid var(--line);border-left:3px solid var(--dead);border-radius:.4rem;padding:.6rem .8rem;margin:.6rem 0}
 article.dead header{display:flex;flex-wrap:wrap;gap:.3rem .8rem;align-items:baseline}
 article.dead .key{font-family:ui-monospace,monospace;font-size:.85rem}
