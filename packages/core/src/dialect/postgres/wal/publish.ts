@@ -46,8 +46,11 @@ export function postgresWalPublishStatement(
     text,
     values,
     name: `outboxkit_publish_wal${guarded ? '_guarded' : ''}${check ? '' : '_unchecked'}`,
-    // Every value is text: the statement also goes inline, for the simple query protocol.
-    simple: inlineTextParameters(text, values),
+    // Every value is text: the statement also goes inline, for the simple query protocol. Built
+    // only when a driver asks (node-postgres), not on the publishes of the other adapters.
+    get simple() {
+      return inlineTextParameters(text, values)
+    },
   }
 }
 
