@@ -210,6 +210,32 @@ describe.skipIf(skipped !== undefined)('WAL transport on pg', () => {
     await waitFor(async () => (await rows(outbox)).length === 0, { what: 'the table emptied' })
   })
 
+  it('a relay whose topics are all ordered leaves the slot alone: another relay reads it, and each delivers its own', async () => {
+    const outbox = await walOutbox({ orderedTopics: ['o'] })
+    const { slot } = walNames(outbox.table)
+    const slotActive = async () =>
+      (await pool.query('SELECT active FROM pg_replication_slots WHERE slot_name = $1', [slot])).rows[0]
+        ?.active === true
+    const ordered: string[] = []
+    const orderedOnly = relay(outbox, { o: async (m) => void ordered.push((m.payload as { n: string }).n) })
+    await orderedOnly.start()
+    await inPgTransaction(pool, (c) => publish(outbox, c, { topic: 'o', key: 'k', payload: { n: 'o1' } }))
+    await waitFor(() => ordered.length === 1, { what: 'the ordered message delivered from the table' })
+    // It has delivered, so it runs: had it asked for the slot, a walsender would hold it by now.
+    expect(await slotActive()).toBe(false)
+    const plain: string[] = []
+    const reader = relay(outbox, { t: async (m) => void plain.push((m.payload as { n: string }).n) })
+    await reader.start()
+    await waitFor(slotActive, { what: 'the slot read by the relay with an unordered topic' })
+    await inPgTransaction(pool, async (c) => {
+      await publish(outbox, c, { topic: 't', payload: { n: 't1' } })
+      await publish(outbox, c, { topic: 'o', key: 'k', payload: { n: 'o2' } })
+    })
+    await waitFor(() => plain.length === 1 && ordered.length === 2, { what: 'both delivered' })
+    expect(plain).toEqual(['t1'])
+    expect(ordered).toEqual(['o1', 'o2'])
+  })
+
   it('interleaved long and short transactions are delivered in commit order', async () => {
     const outbox = await walOutbox()
     const got: string[] = []

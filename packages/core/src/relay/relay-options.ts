@@ -120,7 +120,7 @@ function walOptions(
   if (wal && !backend.wal) {
     throw new OutboxError(
       'WAL_UNAVAILABLE',
-      `transport 'wal' needs a backend that reads a replication slot, and ${backend.name} does not${backend.dialect === 'postgres' ? ' (PGlite cannot stream one)' : ` (${backend.dialect} has no logical replication)`}. Use pgBackend from @outboxkit/pg on PostgreSQL 14+ with wal_level = logical, or transport 'table'. See docs/wal.md.`,
+      `transport 'wal' needs a backend that reads a replication slot, and ${backend.name} does not${backend.dialect === 'postgres' ? ' (PGlite cannot stream one)' : ` (${backend.dialect} has no logical replication)`}. Use pgBackend (@outboxkit/pg) or postgresJsBackend (@outboxkit/postgres-js) on PostgreSQL 14+ with wal_level = logical, or transport 'table'. See docs/wal.md.`,
       { source: 'relay' },
     )
   }

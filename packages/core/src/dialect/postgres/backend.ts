@@ -131,7 +131,7 @@ function postgresExtendLease(run: PostgresRun): NonNullable<OutboxBackend['exten
 function noReplication(source: string) {
   return walUnavailable(
     source,
-    `transport 'wal' needs a backend with a replication client, and ${source} has none (PGlite cannot stream a replication slot). Use pgBackend from @outboxkit/pg on a PostgreSQL 14+ server, or transport 'table'.`,
+    `transport 'wal' needs a backend with a replication client, and ${source} has none (PGlite cannot stream a replication slot). Use pgBackend (@outboxkit/pg) or postgresJsBackend (@outboxkit/postgres-js) on a PostgreSQL 14+ server, or transport 'table'.`,
   )
 }
 
