@@ -8,6 +8,10 @@
 #   (`pg_ctlcluster --skip-systemctl-redirect <version> <cluster> restart -m fast`, the cluster
 #   that serves DATABASE_URL's port: `main` on this machine), only when the
 #   running value is not already logical. A restart cuts every open connection on that server.
+# - max_replication_slots and max_wal_senders: at least 32 each (PostgreSQL's default is 10), set
+#   with ALTER SYSTEM in the same single restart. Test files that run at once each hold slots
+#   (an outbox's pgoutput slot, a test_decoding slot of the publish suites, a relay's walsender):
+#   10 is too few for them together, and a slot that cannot be created fails a test at once.
 # - pg_hba.conf: adds `host replication all 127.0.0.1/32 trust` and `local replication all trust`
 #   when missing, then reloads (no restart).
 # - Only for a server on this machine (DATABASE_URL's host 127.0.0.1/localhost, or the default
@@ -25,9 +29,13 @@ local_server=false
 case $host in 127.0.0.1 | localhost | '[::1]' | ::1) local_server=true ;; esac
 hba_ok=$(q "SELECT count(*) >= 1 FROM pg_hba_file_rules WHERE 'replication' = ANY(database) AND error IS NULL AND (type = 'local' OR address = '127.0.0.1')")
 
-if [ "$wal_level" = logical ] && [ "$hba_ok" = t ]; then exit 0; fi
+# What the tests need at least (see above).
+MIN_SLOTS=32
+slots_ok=$(q "SELECT current_setting('max_replication_slots')::int >= $MIN_SLOTS AND current_setting('max_wal_senders')::int >= $MIN_SLOTS")
+
+if [ "$wal_level" = logical ] && [ "$hba_ok" = t ] && [ "$slots_ok" = t ]; then exit 0; fi
 if [ "$local_server" != true ] || ! command -v pg_ctlcluster >/dev/null 2>&1; then
-  say "PostgreSQL at $host has wal_level=$wal_level and replication lines in pg_hba.conf: $hba_ok; the WAL transport needs wal_level=logical and a replication line (see docs/wal.md). Not a server this script manages: change it by hand."
+  say "PostgreSQL at $host has wal_level=$wal_level, replication lines in pg_hba.conf: $hba_ok, at least $MIN_SLOTS replication slots and WAL senders: $slots_ok; the WAL transport needs wal_level=logical and a replication line (see docs/wal.md), and the tests $MIN_SLOTS slots and senders. Not a server this script manages: change it by hand."
   exit 1
 fi
 version=$(q "SELECT current_setting('server_version_num')::int / 10000")
@@ -45,13 +53,28 @@ if [ "$hba_ok" != t ]; then
   say "added replication lines to $hba"
   q 'SELECT pg_reload_conf()' >/dev/null
 fi
+changes=()
 if [ "$wal_level" != logical ]; then
   q 'ALTER SYSTEM SET wal_level = logical' >/dev/null
-  say "wal_level was $wal_level: set to logical, restarting PostgreSQL $version (cluster $cluster, port $port)"
+  changes+=("wal_level $wal_level -> logical")
+fi
+if [ "$slots_ok" != t ]; then
+  for setting in max_replication_slots max_wal_senders; do
+    current=$(q "SHOW $setting")
+    if [ "$current" -lt "$MIN_SLOTS" ]; then
+      q "ALTER SYSTEM SET $setting = $MIN_SLOTS" >/dev/null
+      changes+=("$setting $current -> $MIN_SLOTS")
+    fi
+  done
+fi
+if [ "${#changes[@]}" -gt 0 ]; then
+  say "set ${changes[*]}: restarting PostgreSQL $version (cluster $cluster, port $port)"
   pg_ctlcluster --skip-systemctl-redirect "$version" "$cluster" restart -m fast
   restart=true
 fi
 for _ in $(seq 1 30); do pg_isready -h 127.0.0.1 -p "$port" -q && break; sleep 1; done
 [ "$(q 'SHOW wal_level')" = logical ] || { say "wal_level is still not logical after the restart"; exit 1; }
-[ "$restart" = true ] && say "PostgreSQL restarted with wal_level=logical"
+[ "$(q "SELECT current_setting('max_replication_slots')::int >= $MIN_SLOTS AND current_setting('max_wal_senders')::int >= $MIN_SLOTS")" = t ] \
+  || { say "max_replication_slots or max_wal_senders is still under $MIN_SLOTS after the restart"; exit 1; }
+[ "$restart" = true ] && say "PostgreSQL restarted with wal_level=logical, at least $MIN_SLOTS replication slots and WAL senders"
 exit 0

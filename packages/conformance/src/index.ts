@@ -113,6 +113,7 @@ export {
   type TransactionSteps,
 } from './kit/transactions.js'
 export { type Deferred, deferred, observeFor } from './kit/waits.js'
+export { dropWalOutbox, type WalCleanupQueryable } from './kit/wal-cleanup.js'
 export { DIALECTS, parseDialects, parseTransport, TRANSPORT } from './matrix.js'
 export {
   MemoryBackend,

@@ -1,5 +1,6 @@
 import {
   deferred,
+  dropWalOutbox,
   inPgTransaction,
   observeFor,
   testDatabaseUrl,
@@ -19,7 +20,7 @@ import {
 import { walNames } from '@outboxkit/core/adapter'
 import { pgBackend, publish } from '@outboxkit/pg'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 
 // Attempts and deadlines of slot messages (docs/wal.md, "Replays and attempts"): a handler past
 // maxHandlerMs, or still running when the relay stops, is a failed attempt moved into the table;
@@ -93,26 +94,15 @@ beforeAll(() => {
   pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 6 })
 })
 
-afterAll(async () => {
-  await Promise.all(relays.map((r) => r.stop({ graceMs: 100 }).catch(() => {})))
-  for (const outbox of outboxes) {
-    const { slot, markTable } = walNames(outbox.table)
-    await waitFor(
-      async () =>
-        (await pool.query('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active', [slot]))
-          .rowCount === 0,
-      { what: `${slot} inactive` },
-    )
-    await pool.query(
-      'SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1',
-      [slot],
-    )
-    await pool.query(`DROP PUBLICATION IF EXISTS "${slot}"`)
-    await pool.query(`DROP TABLE IF EXISTS "${outbox.table.name}", "${markTable}"`)
-  }
-  await Promise.all(backends.map((b) => b.close().catch(() => {})))
-  await pool.end()
+// Each test's relays stop and its slots go after the test: the server's few replication slots are
+// shared with the other test files running at once.
+afterEach(async () => {
+  await Promise.all(relays.splice(0).map((r) => r.stop({ graceMs: 100 }).catch(() => {})))
+  for (const outbox of outboxes.splice(0)) await dropWalOutbox(pool, outbox)
+  await Promise.all(backends.splice(0).map((b) => b.close().catch(() => {})))
 })
+
+afterAll(() => pool.end())
 
 describe.skipIf(skipped !== undefined)('WAL transport on pg: attempts and deadlines', () => {
   it('a slot message past maxHandlerMs is a failed attempt: in the table (attempts 1, backoff), the slot confirmed past it, the table delivers attempt 2', async () => {

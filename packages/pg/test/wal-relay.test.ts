@@ -1,4 +1,11 @@
-import { deferred, inPgTransaction, testDatabaseUrl, uniqueTableName, waitFor } from '@outboxkit/conformance'
+import {
+  deferred,
+  dropWalOutbox,
+  inPgTransaction,
+  testDatabaseUrl,
+  uniqueTableName,
+  waitFor,
+} from '@outboxkit/conformance'
 import {
   Cancel,
   createRelay,
@@ -15,7 +22,7 @@ import {
 import { walNames } from '@outboxkit/core/adapter'
 import { pgBackend, publish, publishMany } from '@outboxkit/pg'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 
 // The WAL transport (docs/wal.md) on the real server: publish into the WAL, the relay reads the
 // outbox's replication slot. Asserted through SQL on a pool of the test's own.
@@ -60,26 +67,15 @@ beforeAll(() => {
   pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 10 })
 })
 
-afterAll(async () => {
-  await Promise.all(relays.map((r) => r.stop({ graceMs: 100 }).catch(() => {})))
-  for (const outbox of outboxes) {
-    const { slot } = walNames(outbox.table)
-    await waitFor(
-      async () =>
-        (await pool.query('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active', [slot]))
-          .rowCount === 0,
-      { what: `${slot} inactive` },
-    )
-    await pool.query(
-      'SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1',
-      [slot],
-    )
-    await pool.query(`DROP PUBLICATION IF EXISTS "${slot}"`)
-    await pool.query(`DROP TABLE IF EXISTS "${outbox.table.name}", "${walNames(outbox.table).markTable}"`)
-  }
-  await Promise.all(backends.map((b) => b.close().catch(() => {})))
-  await pool.end()
+// Each test's relays stop and its slots go after the test: the server's few replication slots are
+// shared with the other test files running at once.
+afterEach(async () => {
+  await Promise.all(relays.splice(0).map((r) => r.stop({ graceMs: 100 }).catch(() => {})))
+  for (const outbox of outboxes.splice(0)) await dropWalOutbox(pool, outbox)
+  await Promise.all(backends.splice(0).map((b) => b.close().catch(() => {})))
 })
+
+afterAll(() => pool.end())
 
 describe.skipIf(skipped !== undefined)('WAL transport on pg', () => {
   it('migrate creates the slot; publish writes no row; the relay delivers; a rollback is never delivered', async () => {
