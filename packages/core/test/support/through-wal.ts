@@ -21,24 +21,47 @@ const NOT_ON_THE_SLOT = new Map<string, string>([
       (b) => [`A's late ${late} after B reclaimed changes nothing (B ${b} the row)`, NO_LEASE_RACE] as const,
     ),
   ),
+  ...[
+    'publishMany: one send span for the batch; every message carries its context',
+    "the publisher's own traceparent and tracestate are kept, and the consumer span continues that trace",
+  ].map(
+    (name) =>
+      [
+        name,
+        'it reads the traceparent stored in the message row, and a WAL message has no row (that the consumer span continues the send span is asserted by the other tracing tests here)',
+      ] as const,
+  ),
   [
     'a handler that finished before the grace ended is not aborted while its settle is still being written',
     'a delivered slot message has no settle statement to hold (nothing is written for it), so the held settle this test waits for never comes',
   ],
 ])
 
+/** The test files a through-wal file runs, imported once the environment is set. */
+const SUITES = {
+  relay: async () => {
+    await import('../relay-delivery.test.js')
+    await import('../relay-failures.test.js')
+    await import('../relay-lifecycle.test.js')
+  },
+  telemetry: async () => {
+    await import('../ops-telemetry.test.js')
+  },
+}
+
 /**
- * Runs relay-delivery, relay-failures and relay-lifecycle on PostgreSQL with every outbox of the
- * harness on `transport: 'wal'` (OUTBOXKIT_TRANSPORT), the relays on `backend`'s backend
- * (OUTBOXKIT_PG_BACKEND). The files are imported after the environment is set, so their harness
- * and matrix read it. Skipped, with the reason, when the server has no logical WAL.
+ * Runs a suite on PostgreSQL with every outbox of the harness on `transport: 'wal'`
+ * (OUTBOXKIT_TRANSPORT), the relays on `backend`'s backend (OUTBOXKIT_PG_BACKEND): `relay` is
+ * relay-delivery, relay-failures and relay-lifecycle; `telemetry` is ops-telemetry. The files are
+ * imported after the environment is set, so their harness and matrix read it. Skipped, with the
+ * reason, when the server has no logical WAL.
  */
-export function runThroughWal(backend: 'pg' | 'postgres-js'): void {
+export function runThroughWal(backend: 'pg' | 'postgres-js', suite: keyof typeof SUITES = 'relay'): void {
   const skipped = process.env.OUTBOXKIT_WAL_SKIPPED
-  const name = `relay semantics on the WAL transport (${backend === 'pg' ? 'pgBackend' : 'postgresJsBackend'})`
+  const name = `${suite === 'relay' ? 'relay semantics' : 'telemetry'} on the WAL transport (${backend === 'pg' ? 'pgBackend' : 'postgresJsBackend'})`
   if (skipped !== undefined) {
     describe.skip(`${name} (skipped: ${skipped})`, () => {
-      test('relay delivery, failures and lifecycle', () => {})
+      test(suite === 'relay' ? 'relay delivery, failures and lifecycle' : 'tracing and metrics', () => {})
     })
     return
   }
@@ -50,8 +73,6 @@ export function runThroughWal(backend: 'pg' | 'postgres-js'): void {
       const why = NOT_ON_THE_SLOT.get(context.task.name)
       if (why) context.skip(`not on the WAL transport: ${why}`)
     })
-    await import('../relay-delivery.test.js')
-    await import('../relay-failures.test.js')
-    await import('../relay-lifecycle.test.js')
+    await SUITES[suite]()
   })
 }
