@@ -49,6 +49,8 @@ export async function replicateWithPostgresJs(
   const end = (error?: unknown) => {
     if (ended) return
     ended = true
+    // The stream is over: its connection too (the relay reads the slot again on a new one).
+    sql.end({ timeout: 0 }).catch(() => {})
     handlers.onEnd(error)
   }
   let stream: Duplex
